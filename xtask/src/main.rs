@@ -1,6 +1,49 @@
-//! The course's checkpoint tooling. Commands arrive in later commits.
+//! `cargo xtask`: the course's checkpoint tooling. One module per command;
+//! every flag is declared in [`cli`].
 
-fn main() {
-    eprintln!("xtask: no commands yet");
-    std::process::exit(2);
+mod checkpoint;
+mod cli;
+mod error;
+mod list;
+mod locate;
+mod manifest;
+mod practice;
+mod repo;
+mod tree;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::{Error, Result};
+use crate::repo::CourseRepo;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let here = std::env::current_dir()
+        .map_err(|error| Error::bad_input(format!("cannot read the current directory: {error}")))?;
+    match cli.command {
+        Command::Checkpoint { id, json } => {
+            checkpoint::run(&CourseRepo::discover(&here)?, id, json)
+        }
+        Command::Practice { id, dir } => practice::run(&CourseRepo::discover(&here)?, id, &dir),
+        Command::List { json } => list::run(&CourseRepo::discover(&here)?, json),
+    }
 }

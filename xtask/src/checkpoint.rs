@@ -1,0 +1,140 @@
+//! `checkpoint NN`: where a chapter starts and ends, and how to practise it.
+
+use git2::{Delta, DiffOptions};
+use serde::Serialize;
+
+use crate::error::{self, Result};
+use crate::locate::{self, Checkpoint};
+use crate::manifest::{self, ChapterId, Manifest, Mode};
+use crate::repo::CourseRepo;
+
+/// The `--json` shape of `checkpoint NN`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    id: &'a str,
+    title: &'a str,
+    mode: Mode,
+    parent: &'a locate::CommitInfo,
+    target: &'a locate::CommitInfo,
+    /// Files the layer changes, with git's one-letter status (A, M, D, R, …).
+    files: Vec<ChangedFile>,
+    focused_test: &'a str,
+    commands: Commands,
+}
+
+#[derive(Serialize)]
+struct ChangedFile {
+    status: char,
+    path: String,
+}
+
+#[derive(Serialize)]
+struct Commands {
+    practice: String,
+    run: String,
+    diff: String,
+}
+
+/// Runs the command.
+pub fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
+    let manifest = manifest::chapter(&repo.checkpoints_dir(), id)?.load()?;
+    let checkpoint = locate::locate(&repo.git, id)?;
+    let files = changed_files(repo, &checkpoint)?;
+    let report = Report {
+        id: &manifest.id,
+        title: &manifest.title,
+        mode: manifest.mode,
+        parent: &checkpoint.parent,
+        target: &checkpoint.target,
+        files,
+        focused_test: manifest.focused_test.as_str(),
+        commands: commands(&manifest, &checkpoint),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("the report serializes")
+        );
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {
+    Commands {
+        practice: format!("cargo xtask practice {} ./lab", manifest.id),
+        run: manifest.run.join(" "),
+        diff: format!(
+            "git diff {} {}",
+            checkpoint.parent.short, checkpoint.target.short
+        ),
+    }
+}
+
+/// The files that differ between parent and target.
+fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<ChangedFile>> {
+    let tree = |oid| {
+        repo.git
+            .find_commit(oid)
+            .and_then(|commit| commit.tree())
+            .map_err(error::git(format!("cannot read the tree of {oid}")))
+    };
+    let (old, new) = (tree(checkpoint.parent.oid)?, tree(checkpoint.target.oid)?);
+    let diff = repo
+        .git
+        .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut DiffOptions::new()))
+        .map_err(error::git("cannot diff parent and target"))?;
+    Ok(diff
+        .deltas()
+        .map(|delta| {
+            let file = match delta.status() {
+                Delta::Deleted => delta.old_file(),
+                _ => delta.new_file(),
+            };
+            let path = file
+                .path_bytes()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            ChangedFile {
+                status: status_letter(delta.status()),
+                path: path.into_owned(),
+            }
+        })
+        .collect())
+}
+
+fn status_letter(status: Delta) -> char {
+    match status {
+        Delta::Added => 'A',
+        Delta::Deleted => 'D',
+        Delta::Modified => 'M',
+        Delta::Renamed => 'R',
+        Delta::Copied => 'C',
+        Delta::Typechange => 'T',
+        _ => '?',
+    }
+}
+
+fn print_text(report: &Report<'_>) {
+    let mode = match report.mode {
+        Mode::Rebuild => "rebuild: practise from the parent",
+        Mode::Observe => "observe: practise from the target",
+    };
+    println!("Chapter {} — {} ({mode})", report.id, report.title);
+    for (role, commit) in [("parent", report.parent), ("target", report.target)] {
+        println!("  {role}  {}  {}", commit.short, commit.subject);
+        println!("          {}", commit.id);
+    }
+    println!();
+    println!("The layer changes {} file(s):", report.files.len());
+    for file in &report.files {
+        println!("  {} {}", file.status, file.path);
+    }
+    println!();
+    println!("Focused test: {}", report.focused_test);
+    println!("Practise:     {}", report.commands.practice);
+    println!("Run it:       {}", report.commands.run);
+    println!("See the diff: {}", report.commands.diff);
+}

@@ -1,0 +1,77 @@
+//! `list`: every chapter folder, and whether its checkpoint locates.
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::locate::{self, CommitInfo};
+use crate::manifest;
+use crate::repo::CourseRepo;
+
+/// One row of `list --json`.
+#[derive(Serialize)]
+struct Row {
+    id: String,
+    title: Option<String>,
+    located: bool,
+    parent: Option<CommitInfo>,
+    target: Option<CommitInfo>,
+    /// Why the manifest did not load or the checkpoint did not locate.
+    problem: Option<String>,
+}
+
+/// Runs the command. A chapter that does not locate is reported, not fatal.
+pub fn run(repo: &CourseRepo, json: bool) -> Result<()> {
+    let rows: Vec<Row> = manifest::chapters(&repo.checkpoints_dir())?
+        .into_iter()
+        .map(|chapter| {
+            let title = chapter.load().map(|manifest| manifest.title);
+            let located = locate::locate(&repo.git, chapter.id);
+            let problem = match (&title, &located) {
+                (Err(error), _) => Some(error.to_string()),
+                (_, Err(error)) => Some(error.to_string()),
+                _ => None,
+            };
+            let (parent, target) = match located {
+                Ok(checkpoint) => (Some(checkpoint.parent), Some(checkpoint.target)),
+                Err(_) => (None, None),
+            };
+            Row {
+                id: chapter.id.to_string(),
+                title: title.ok(),
+                located: parent.is_some(),
+                parent,
+                target,
+                problem,
+            }
+        })
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("the rows serialize")
+        );
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!(
+            "No chapters: {} holds no chapter folder with a checkpoint.json",
+            repo.checkpoints_dir().display()
+        );
+    }
+    for row in &rows {
+        let title = row.title.as_deref().unwrap_or("(manifest does not load)");
+        match (&row.parent, &row.target) {
+            (Some(parent), Some(target)) => {
+                println!("{}  {title}", row.id);
+                println!("    parent {}  {}", parent.short, parent.subject);
+                println!("    target {}  {}", target.short, target.subject);
+            }
+            _ => println!(
+                "{}  {title}\n    does not locate: {}",
+                row.id,
+                row.problem.as_deref().unwrap_or("")
+            ),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! Finding a chapter's checkpoint commits: the newest commit reachable from
+//! HEAD whose subject starts with `course(NN):` is the target, and its first
+//! parent is the parent.
+
+use git2::{Commit, Oid, Repository, Sort};
+use serde::Serialize;
+
+use crate::error::{self, Error, Result};
+use crate::manifest::ChapterId;
+
+/// A chapter's two commits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checkpoint {
+    pub parent: CommitInfo,
+    pub target: CommitInfo,
+}
+
+/// One commit, as the tool prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitInfo {
+    /// The full id.
+    pub id: String,
+    /// The id abbreviated to 7 characters (as `git log --oneline` would).
+    pub short: String,
+    pub subject: String,
+    #[serde(skip)]
+    pub oid: Oid,
+}
+
+impl CommitInfo {
+    fn of(commit: &Commit<'_>) -> Self {
+        let id = commit.id().to_string();
+        CommitInfo {
+            short: id[..7].to_string(),
+            id,
+            subject: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                .into_owned(),
+            oid: commit.id(),
+        }
+    }
+}
+
+/// Locates chapter `id` in the history of HEAD.
+pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
+    let prefix = id.commit_prefix();
+    let target = find_target(repo, prefix.as_bytes())?.ok_or_else(|| {
+        let mut message = format!("no commit reachable from HEAD has a subject starting with `{prefix}`");
+        if repo.is_shallow() {
+            message.push_str(
+                ": this is a shallow clone, so the checkpoint may lie beyond its history; \
+                 fetch the full history with `git fetch --unshallow` and try again",
+            );
+        } else {
+            message.push_str(&format!(
+                ": cut chapter {id}'s checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
+            ));
+        }
+        Error::bad_input(message)
+    })?;
+    let parent = match target.parent_count() {
+        0 if repo.is_shallow() => {
+            return Err(Error::bad_input(format!(
+                "chapter {id}'s target {} has no parent in this shallow clone: \
+                 fetch the full history with `git fetch --unshallow` and try again",
+                short(&target)
+            )));
+        }
+        0 => {
+            return Err(Error::bad_input(format!(
+                "chapter {id}'s target {} is a root commit: a checkpoint needs the previous chapter's state as its parent",
+                short(&target)
+            )));
+        }
+        _ => target.parent(0).map_err(|_| {
+            Error::bad_input(format!(
+                "the parent of chapter {id}'s target {} is missing from this clone: \
+                 fetch the full history with `git fetch --unshallow` and try again",
+                short(&target)
+            ))
+        })?,
+    };
+    Ok(Checkpoint {
+        parent: CommitInfo::of(&parent),
+        target: CommitInfo::of(&target),
+    })
+}
+
+fn find_target<'r>(repo: &'r Repository, prefix: &[u8]) -> Result<Option<Commit<'r>>> {
+    let mut walk = repo
+        .revwalk()
+        .map_err(error::git("cannot walk the history"))?;
+    // Topological order visits a re-cut checkpoint before the older cut it replaces.
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)
+        .map_err(error::git("cannot sort the history"))?;
+    walk.push_head().map_err(error::git("cannot read HEAD"))?;
+    for oid in walk {
+        let oid = oid.map_err(error::git("cannot walk the history"))?;
+        let commit = repo
+            .find_commit(oid)
+            .map_err(error::git(format!("cannot read commit {oid}")))?;
+        if commit.message_bytes().starts_with(prefix) {
+            return Ok(Some(commit));
+        }
+    }
+    Ok(None)
+}
+
+fn short(commit: &Commit<'_>) -> String {
+    commit.id().to_string()[..7].to_string()
+}

@@ -1,0 +1,59 @@
+//! Finding the course repository that contains the current directory.
+
+use std::path::{Path, PathBuf};
+
+use git2::{ErrorCode, Repository};
+
+use crate::error::{Error, Result};
+
+/// The course repository and its work tree.
+pub struct CourseRepo {
+    pub git: Repository,
+    /// The root of the work tree: where `checkpoints/` lives.
+    pub root: PathBuf,
+}
+
+impl CourseRepo {
+    /// Discovers the repository containing `start` (usually the current
+    /// directory), so the tool works from any subfolder.
+    pub fn discover(start: &Path) -> Result<Self> {
+        let git = Repository::discover(start).map_err(|error| match error.code() {
+            ErrorCode::NotFound => Error::bad_input(format!(
+                "{} is not inside a git repository: run xtask from inside the course repository",
+                start.display()
+            )),
+            ErrorCode::Owner => Error::bad_input(format!(
+                "the repository containing {} is owned by another user, so git refuses to open it; \
+                 if you trust it, run `git config --global --add safe.directory <its path>`",
+                start.display()
+            )),
+            _ => Error::bad_input(format!(
+                "cannot open the git repository containing {}: {}",
+                start.display(),
+                error.message()
+            )),
+        })?;
+        let Some(root) = git.workdir().map(Path::to_path_buf) else {
+            return Err(Error::bad_input(format!(
+                "{} is a bare repository: xtask needs a work tree with checkpoints/",
+                git.path().display()
+            )));
+        };
+        let head_is_unborn = match git.head() {
+            Ok(_) => false,
+            Err(error) => matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound),
+        };
+        if head_is_unborn || git.is_empty().unwrap_or(false) {
+            return Err(Error::bad_input(format!(
+                "the repository at {} has no commits yet: commit the course (with its course(NN): checkpoints) first",
+                root.display()
+            )));
+        }
+        Ok(CourseRepo { git, root })
+    }
+
+    /// The folder holding one subfolder per chapter.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.root.join("checkpoints")
+    }
+}

@@ -1,0 +1,222 @@
+//! Writing a git tree into a folder, byte for byte, and listing one.
+//!
+//! Blobs are written straight from the object database: no checkout, no
+//! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
+//! survive) and checked before anything is written: an entry that could
+//! escape the folder (`..`, `.`, a `/` inside a name, `.git`) is refused.
+//! Every file and folder is created fresh (`create_new`, `create_dir`), so a
+//! crafted tree can never write through a symlink it planted earlier.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository, Tree};
+
+use crate::error::{self, Error, Result};
+
+const MODE_TREE: i32 = 0o040000;
+const MODE_EXECUTABLE: i32 = 0o100755;
+const MODE_SYMLINK: i32 = 0o120000;
+const MODE_GITLINK: i32 = 0o160000;
+
+/// What [`write_tree`] wrote.
+#[derive(Debug, Default)]
+pub struct Written {
+    pub files: usize,
+    pub symlinks: usize,
+    /// Submodules (gitlinks), written as empty folders.
+    pub submodules: Vec<String>,
+}
+
+/// One entry of [`list_tree`]: a blob (file or symlink) and its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blob {
+    pub oid: Oid,
+    pub mode: i32,
+}
+
+/// Writes `tree` into the existing, empty folder `dest`, leaving out every
+/// entry whose repository path (`/`-separated bytes) `skip` accepts.
+pub fn write_tree(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    dest: &Path,
+    skip: &dyn Fn(&[u8]) -> bool,
+) -> Result<Written> {
+    let mut written = Written::default();
+    write_dir(repo, tree, dest, &mut Vec::new(), skip, &mut written)?;
+    Ok(written)
+}
+
+fn write_dir(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    dir: &Path,
+    prefix: &mut Vec<u8>,
+    skip: &dyn Fn(&[u8]) -> bool,
+    written: &mut Written,
+) -> Result<()> {
+    for entry in tree.iter() {
+        let name = entry.name_bytes();
+        let len = prefix.len();
+        if len > 0 {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(name);
+        check_name(name, prefix)?;
+        if !skip(prefix) {
+            let path = dir.join(OsStr::from_bytes(name));
+            let shown = String::from_utf8_lossy(prefix).into_owned();
+            match entry.filemode() {
+                MODE_TREE => {
+                    fs::create_dir(&path)
+                        .map_err(error::io(format!("cannot create {}", path.display())))?;
+                    let subtree = repo
+                        .find_tree(entry.id())
+                        .map_err(error::git(format!("cannot read tree `{shown}`")))?;
+                    write_dir(repo, &subtree, &path, prefix, skip, written)?;
+                }
+                MODE_GITLINK => {
+                    fs::create_dir(&path)
+                        .map_err(error::io(format!("cannot create {}", path.display())))?;
+                    written.submodules.push(shown);
+                }
+                MODE_SYMLINK => {
+                    let target = read_blob(repo, entry.id(), &shown)?;
+                    symlink(OsStr::from_bytes(&target), &path).map_err(error::io(format!(
+                        "cannot create symlink {}",
+                        path.display()
+                    )))?;
+                    written.symlinks += 1;
+                }
+                mode => {
+                    let content = read_blob(repo, entry.id(), &shown)?;
+                    let permissions = if mode == MODE_EXECUTABLE {
+                        0o755
+                    } else {
+                        0o644
+                    };
+                    write_new_file(&path, &content, permissions)?;
+                    written.files += 1;
+                }
+            }
+        }
+        prefix.truncate(len);
+    }
+    Ok(())
+}
+
+/// Creates `path`, failing if anything (even a symlink) is already there.
+pub fn write_new_file(path: &Path, content: &[u8], permissions: u32) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(permissions)
+        .open(path)
+        .map_err(error::io(format!("cannot create {}", path.display())))?;
+    file.write_all(content)
+        .map_err(error::io(format!("cannot write {}", path.display())))
+}
+
+fn check_name(name: &[u8], path: &[u8]) -> Result<()> {
+    let problem = if name.is_empty() {
+        Some("an empty name")
+    } else if name == b"." || name == b".." {
+        Some("a name that points outside its folder")
+    } else if name.contains(&b'/') || name.contains(&0) {
+        Some("a name containing `/` or NUL")
+    } else if name.eq_ignore_ascii_case(b".git") {
+        Some("a `.git` entry")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(Error::bad_input(format!(
+            "refusing crafted tree entry `{}` ({problem}): nothing was written outside the practice folder; \
+             the commit is not a valid checkpoint",
+            String::from_utf8_lossy(path)
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn read_blob(repo: &Repository, oid: Oid, shown: &str) -> Result<Vec<u8>> {
+    let blob = repo.find_blob(oid).map_err(error::git(format!(
+        "cannot read `{shown}` from the object database"
+    )))?;
+    Ok(blob.content().to_vec())
+}
+
+/// The content of the file at `path` in `tree`, if there is one.
+pub fn file_at(repo: &Repository, tree: &Tree<'_>, path: &str) -> Result<Option<Vec<u8>>> {
+    let entry = match tree.get_path(Path::new(path)) {
+        Ok(entry) => entry,
+        Err(error) if error.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(error) => return Err(error::git(format!("cannot look up `{path}`"))(error)),
+    };
+    if entry.kind() != Some(ObjectType::Blob) {
+        return Ok(None);
+    }
+    read_blob(repo, entry.id(), path).map(Some)
+}
+
+/// Every blob of `tree` (files and symlinks) by path, leaving out what `skip` accepts.
+pub fn list_tree(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    skip: &dyn Fn(&[u8]) -> bool,
+) -> Result<BTreeMap<PathBuf, Blob>> {
+    let mut blobs = BTreeMap::new();
+    list_dir(repo, tree, &mut Vec::new(), skip, &mut blobs)?;
+    Ok(blobs)
+}
+
+fn list_dir(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    prefix: &mut Vec<u8>,
+    skip: &dyn Fn(&[u8]) -> bool,
+    blobs: &mut BTreeMap<PathBuf, Blob>,
+) -> Result<()> {
+    for entry in tree.iter() {
+        let len = prefix.len();
+        if len > 0 {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(entry.name_bytes());
+        check_name(entry.name_bytes(), prefix)?;
+        if !skip(prefix) {
+            match entry.filemode() {
+                MODE_TREE => {
+                    let subtree = repo
+                        .find_tree(entry.id())
+                        .map_err(error::git("cannot read a tree"))?;
+                    list_dir(repo, &subtree, prefix, skip, blobs)?;
+                }
+                MODE_GITLINK => {}
+                mode => {
+                    let path = PathBuf::from(OsStr::from_bytes(prefix));
+                    blobs.insert(
+                        path,
+                        Blob {
+                            oid: entry.id(),
+                            mode,
+                        },
+                    );
+                }
+            }
+        }
+        prefix.truncate(len);
+    }
+    Ok(())
+}
+
+/// True for the top-level `checkpoints/` authoring folder and everything in it.
+pub fn is_authoring(path: &[u8]) -> bool {
+    path == b"checkpoints" || path.starts_with(b"checkpoints/")
+}

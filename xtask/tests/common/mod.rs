@@ -1,0 +1,258 @@
+//! Throwaway course repositories for the xtask tests, built with git2 in
+//! temporary folders. Nothing here touches the real repository or the network.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use git2::{Oid, Repository, Signature, Time};
+use tempfile::TempDir;
+
+/// A git repository in a temporary folder.
+pub struct Fixture {
+    pub dir: TempDir,
+    pub repo: Repository,
+    clock: std::cell::Cell<i64>,
+}
+
+impl Fixture {
+    /// An empty repository (no commits).
+    pub fn empty() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("xtask-fixture-")
+            .tempdir()
+            .unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        Fixture {
+            dir,
+            repo,
+            clock: std::cell::Cell::new(1_700_000_000),
+        }
+    }
+
+    /// A course repository with chapters 02 and 03 cut as checkpoints:
+    /// skeleton → course(02) → course(03), plus the chapter folders at HEAD.
+    pub fn course() -> Self {
+        let fixture = Fixture::empty();
+        fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
+        fixture.write("course/src/lib.rs", "// skeleton\n");
+        fixture.commit("Skeleton");
+        fixture.write("course/src/lib.rs", "pub mod stream;\n");
+        fixture.write("course/src/stream.rs", "// chapter 02\n");
+        fixture.write("course/tests/stream.rs", "// focused 02\n");
+        fixture.commit("course(02): the stream");
+        fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
+        fixture.write("course/src/types.rs", "// chapter 03 answer\n");
+        fixture.write("course/tests/message_ir.rs", "// focused 03\n");
+        fixture.commit("course(03): save one complete tool round-trip");
+        fixture.write_manifest(
+            "02",
+            &manifest("02", "course/tests/stream.rs", &["course/src/stream.rs"]),
+        );
+        fixture.write_manifest(
+            "03",
+            &manifest(
+                "03",
+                "course/tests/message_ir.rs",
+                &["course/src/types.rs", "course/src/lib.rs"],
+            ),
+        );
+        fixture.commit("Describe chapters 02 and 03");
+        fixture
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file of the work tree, creating folders.
+    pub fn write(&self, path: &str, content: &str) {
+        let path = self.root().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+
+    pub fn make_executable(&self, path: &str) {
+        let path = self.root().join(path);
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    pub fn symlink(&self, target: &str, path: &str) {
+        std::os::unix::fs::symlink(target, self.root().join(path)).unwrap();
+    }
+
+    /// Writes `checkpoints/NN/checkpoint.json` and a LEARNING.md.
+    pub fn write_manifest(&self, id: &str, json: &str) {
+        self.write(&format!("checkpoints/{id}/checkpoint.json"), json);
+        self.write(
+            &format!("checkpoints/{id}/LEARNING.md"),
+            &format!("# 第 {id} 章练习\n"),
+        );
+    }
+
+    /// Commits the whole work tree on HEAD.
+    pub fn commit(&self, subject: &str) -> Oid {
+        let mut index = self.repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.update_all(["*"], None).unwrap();
+        index.write().unwrap();
+        let tree = index.write_tree().unwrap();
+        self.commit_tree(subject, tree)
+    }
+
+    /// Commits `tree` on HEAD.
+    pub fn commit_tree(&self, subject: &str, tree: Oid) -> Oid {
+        let parents: Vec<_> = self
+            .repo
+            .head()
+            .ok()
+            .map(|head| head.peel_to_commit().unwrap())
+            .into_iter()
+            .collect();
+        let parent_refs: Vec<_> = parents.iter().collect();
+        self.commit_with_parents(
+            subject,
+            tree,
+            &parent_refs.iter().map(|c| c.id()).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Commits `tree` with the given parents and moves HEAD to it.
+    pub fn commit_with_parents(&self, subject: &str, tree: Oid, parents: &[Oid]) -> Oid {
+        let time = self.clock.get() + 60;
+        self.clock.set(time);
+        let signature =
+            Signature::new("Fixture", "fixture@example.com", &Time::new(time, 0)).unwrap();
+        let tree = self.repo.find_tree(tree).unwrap();
+        let parents: Vec<_> = parents
+            .iter()
+            .map(|id| self.repo.find_commit(*id).unwrap())
+            .collect();
+        let parent_refs: Vec<_> = parents.iter().collect();
+        let oid = self
+            .repo
+            .commit(None, &signature, &signature, subject, &tree, &parent_refs)
+            .unwrap();
+        self.move_head(oid);
+        oid
+    }
+
+    /// Points the current branch at `commit`.
+    pub fn move_head(&self, commit: Oid) {
+        let head = self.repo.find_reference("HEAD").unwrap();
+        let branch = head
+            .symbolic_target()
+            .ok()
+            .flatten()
+            .unwrap_or("refs/heads/main")
+            .to_string();
+        self.repo
+            .reference(&branch, commit, true, "fixture")
+            .unwrap();
+    }
+
+    pub fn head(&self) -> Oid {
+        self.repo.head().unwrap().peel_to_commit().unwrap().id()
+    }
+
+    /// Marks `commits` as shallow boundaries, as a shallow clone would.
+    pub fn make_shallow(&self, commits: &[Oid]) {
+        let lines: String = commits.iter().map(|oid| format!("{oid}\n")).collect();
+        fs::write(self.repo.path().join("shallow"), lines).unwrap();
+    }
+
+    /// Runs `cargo xtask ARGS` in the repository root.
+    pub fn xtask(&self, args: &[&str]) -> Run {
+        xtask_in(self.root(), args)
+    }
+}
+
+/// A chapter manifest with the required fields.
+pub fn manifest(id: &str, focused: &str, teaching: &[&str]) -> String {
+    serde_json::json!({
+        "id": id,
+        "title": format!("第 {id} 章"),
+        "focusedTest": focused,
+        "teachingFiles": teaching,
+        "run": ["cargo", "test", "-p", "course"],
+    })
+    .to_string()
+}
+
+/// What one xtask run printed and how it exited.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn success(&self) -> &Self {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts the exit code and that stderr mentions every one of `needles`.
+    pub fn fails_with(&self, code: i32, needles: &[&str]) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "stderr lacks {needle:?}:\n{}",
+                self.stderr
+            );
+        }
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("{error}: {}", self.stdout))
+    }
+}
+
+/// Runs the xtask binary with `dir` as the current directory.
+pub fn xtask_in(dir: &Path, args: &[&str]) -> Run {
+    let output: Output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TERM_COLOR", "never")
+        .output()
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Every path below `dir` (relative), sorted: to prove nothing else was written.
+pub fn snapshot(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .map(|entry| {
+            entry
+                .unwrap()
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_path_buf()
+        })
+        .collect();
+    paths.sort();
+    paths
+}

@@ -1,0 +1,301 @@
+//! `checkpoint` and `list`: locating chapters, and every way that can fail.
+
+mod common;
+
+use std::fs;
+
+use common::{Fixture, manifest, xtask_in};
+
+#[test]
+fn checkpoint_prints_parent_target_files_and_commands() {
+    let fixture = Fixture::course();
+    let run = fixture.xtask(&["checkpoint", "03"]);
+    run.success();
+    let json = fixture.xtask(&["checkpoint", "3", "--json"]).json();
+    let target = fixture
+        .repo
+        .revparse_single("HEAD~1")
+        .unwrap()
+        .id()
+        .to_string();
+    let parent = fixture
+        .repo
+        .revparse_single("HEAD~2")
+        .unwrap()
+        .id()
+        .to_string();
+    assert_eq!(json["target"]["id"], target);
+    assert_eq!(json["parent"]["id"], parent);
+    assert_eq!(json["target"]["short"], &target[..7]);
+    assert_eq!(
+        json["target"]["subject"],
+        "course(03): save one complete tool round-trip"
+    );
+    assert_eq!(json["focusedTest"], "course/tests/message_ir.rs");
+    let files: Vec<String> = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| {
+            format!(
+                "{} {}",
+                file["status"].as_str().unwrap(),
+                file["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "M course/src/lib.rs",
+            "A course/src/types.rs",
+            "A course/tests/message_ir.rs"
+        ]
+    );
+    assert_eq!(
+        json["commands"]["practice"],
+        "cargo xtask practice 03 ./lab"
+    );
+    assert_eq!(
+        json["commands"]["diff"],
+        format!("git diff {} {}", &parent[..7], &target[..7])
+    );
+
+    for needle in [
+        &target[..7],
+        &parent[..7],
+        &target,
+        "course/src/types.rs",
+        "cargo xtask practice 03",
+        "git diff",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "{needle} missing from:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn the_newest_re_cut_wins() {
+    let fixture = Fixture::course();
+    let first_cut = fixture.repo.revparse_single("HEAD~1").unwrap().id();
+    // Re-cut: the previous chapter's state, then the layer again.
+    fixture.write("course/src/lib.rs", "pub mod stream;\n");
+    fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
+    fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
+    let base = fixture.commit("Restore chapter 02's state to re-cut 03");
+    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
+    let second_cut = fixture.commit("course(03): save one complete tool round-trip (re-cut)");
+    fixture.write("README.md", "later work\n");
+    fixture.commit("Later work");
+
+    let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
+    assert_eq!(json["target"]["id"], second_cut.to_string());
+    assert_eq!(json["parent"]["id"], base.to_string());
+    assert_ne!(first_cut, second_cut);
+}
+
+#[test]
+fn the_parent_is_the_first_parent_of_a_merge() {
+    let fixture = Fixture::course();
+    let mainline = fixture.head();
+    fixture.write("side.txt", "side\n");
+    let side = fixture.commit("Side work");
+    fixture.move_head(mainline);
+    let tree = fixture.repo.find_commit(side).unwrap().tree_id();
+    let merge = fixture.commit_with_parents("course(04): merge a chapter", tree, &[mainline, side]);
+    fixture.write_manifest("04", &manifest("04", "side.txt", &[]));
+
+    let json = fixture.xtask(&["checkpoint", "04", "--json"]).json();
+    assert_eq!(json["target"]["id"], merge.to_string());
+    assert_eq!(json["parent"]["id"], mainline.to_string());
+}
+
+#[test]
+fn it_works_from_a_subfolder() {
+    let fixture = Fixture::course();
+    let run = xtask_in(
+        &fixture.root().join("course/src"),
+        &["checkpoint", "03", "--json"],
+    );
+    run.success();
+    assert_eq!(run.json()["id"], "03");
+}
+
+#[test]
+fn an_unknown_chapter_lists_the_ones_that_exist() {
+    let fixture = Fixture::course();
+    fixture
+        .xtask(&["checkpoint", "07"])
+        .fails_with(2, &["unknown chapter 07", "02, 03"]);
+    fixture
+        .xtask(&["practice", "07", "lab"])
+        .fails_with(2, &["unknown chapter 07", "02, 03"]);
+    assert!(!fixture.root().join("lab").exists());
+}
+
+#[test]
+fn a_bad_chapter_id_is_bad_input() {
+    let fixture = Fixture::course();
+    let run = fixture.xtask(&["checkpoint", "three"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not a chapter id"), "{}", run.stderr);
+}
+
+#[test]
+fn a_malformed_manifest_names_file_line_and_column() {
+    let fixture = Fixture::course();
+    fixture.write(
+        "checkpoints/03/checkpoint.json",
+        "{\n  \"id\": \"03\",\n  \"title\": 3\n}\n",
+    );
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["checkpoints/03/checkpoint.json:3:", "invalid type"]);
+    fixture.write(
+        "checkpoints/03/checkpoint.json",
+        "{\"id\": \"03\",\n \"title\": \"t\"\n",
+    );
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["checkpoints/03/checkpoint.json:3:0", "EOF"]);
+    fixture.write(
+        "checkpoints/03/checkpoint.json",
+        "{\"id\": \"03\", \"title\": \"t\"}",
+    );
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["checkpoint.json:1:", "missing field `focusedTest`"]);
+}
+
+#[test]
+fn a_manifest_path_leaving_the_repository_is_refused() {
+    let fixture = Fixture::course();
+    for path in ["../outside.rs", "/etc/passwd", "course/../../x"] {
+        fixture.write_manifest("03", &manifest("03", path, &[]));
+        fixture
+            .xtask(&["checkpoint", "03"])
+            .fails_with(2, &["leaves the repository"]);
+        fixture.write_manifest("03", &manifest("03", "course/tests/message_ir.rs", &[path]));
+        fixture
+            .xtask(&["practice", "03", "lab"])
+            .fails_with(2, &["leaves the repository"]);
+        assert!(!fixture.root().join("lab").exists());
+    }
+}
+
+#[test]
+fn a_manifest_whose_id_disagrees_with_its_folder_is_refused() {
+    let fixture = Fixture::course();
+    fixture.write(
+        "checkpoints/03/checkpoint.json",
+        &manifest("02", "course/tests/message_ir.rs", &[]),
+    );
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["\"02\"", "checkpoints/03"]);
+}
+
+#[test]
+fn a_missing_checkpoint_commit_says_how_to_cut_it() {
+    let fixture = Fixture::course();
+    fixture.write_manifest("05", &manifest("05", "x.rs", &[]));
+    fixture
+        .xtask(&["checkpoint", "05"])
+        .fails_with(2, &["`course(05):`", "cut chapter 05"]);
+}
+
+#[test]
+fn a_shallow_clone_explains_the_missing_parent() {
+    let fixture = Fixture::course();
+    let target = fixture.repo.revparse_single("HEAD~1").unwrap().id();
+    fixture.make_shallow(&[target]);
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["shallow", "git fetch --unshallow"]);
+}
+
+#[test]
+fn a_shallow_clone_explains_the_missing_checkpoint() {
+    let fixture = Fixture::course();
+    fixture.make_shallow(&[fixture.head()]);
+    fixture.xtask(&["checkpoint", "03"]).fails_with(
+        2,
+        &[
+            "no commit reachable from HEAD",
+            "`course(03):`",
+            "shallow",
+            "git fetch --unshallow",
+        ],
+    );
+    let list = fixture.xtask(&["list", "--json"]);
+    list.success();
+    assert_eq!(list.json()[1]["located"], false);
+}
+
+#[test]
+fn a_root_commit_cannot_be_a_target() {
+    let fixture = Fixture::empty();
+    fixture.write("a.rs", "x\n");
+    fixture.commit("course(01): everything at once");
+    fixture.write_manifest("01", &manifest("01", "a.rs", &[]));
+    fixture
+        .xtask(&["checkpoint", "01"])
+        .fails_with(2, &["root commit"]);
+}
+
+#[test]
+fn an_empty_repository_is_bad_input() {
+    let fixture = Fixture::empty();
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .fails_with(2, &["no commits yet"]);
+    fixture.xtask(&["list"]).fails_with(2, &["no commits yet"]);
+}
+
+#[test]
+fn outside_a_repository_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = xtask_in(dir.path(), &["checkpoint", "03"]);
+    run.fails_with(2, &["not inside a git repository"]);
+    xtask_in(dir.path(), &["practice", "03", "lab"])
+        .fails_with(2, &["not inside a git repository"]);
+    assert!(
+        common::snapshot(dir.path()).is_empty(),
+        "nothing was written"
+    );
+}
+
+#[test]
+fn list_shows_every_chapter_and_parses_as_json() {
+    let fixture = Fixture::course();
+    fixture.write("checkpoints/06/checkpoint.json", "not json");
+    let run = fixture.xtask(&["list"]);
+    run.success();
+    assert!(run.stdout.contains("02  第 02 章"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("06  (manifest does not load)"),
+        "{}",
+        run.stdout
+    );
+    let rows = fixture.xtask(&["list", "--json"]).json();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["id"], "02");
+    assert_eq!(rows[0]["located"], true);
+    assert_eq!(
+        rows[1]["target"]["subject"],
+        "course(03): save one complete tool round-trip"
+    );
+    assert_eq!(rows[2]["located"], false);
+    assert!(
+        rows[2]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("checkpoint.json:1:")
+    );
+}

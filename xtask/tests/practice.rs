@@ -1,0 +1,397 @@
+//! `practice`: the parent's tree byte for byte, the focused test, the guide;
+//! nothing else, nothing overwritten, nothing written outside the folder.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{Fixture, snapshot, xtask_in};
+use git2::{ObjectType, Oid};
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+#[test]
+fn the_folder_holds_the_parent_tree_the_focused_test_and_the_guide() {
+    let fixture = Fixture::course();
+    let run = fixture.xtask(&["practice", "03", "lab"]);
+    run.success();
+    let lab = fixture.root().join("lab");
+
+    assert_eq!(
+        read(&lab.join("course/src/lib.rs")),
+        "pub mod stream;\n",
+        "teaching files are the parent's"
+    );
+    assert!(
+        !lab.join("course/src/types.rs").exists(),
+        "the answer is not there"
+    );
+    assert_eq!(
+        read(&lab.join("course/tests/message_ir.rs")),
+        "// focused 03\n"
+    );
+    assert_eq!(read(&lab.join("course/src/stream.rs")), "// chapter 02\n");
+    assert!(!lab.join(".git").exists());
+    assert!(!lab.join("checkpoints").exists());
+
+    let guide = read(&lab.join("LEARNING.md"));
+    let target = fixture
+        .repo
+        .revparse_single("HEAD~1")
+        .unwrap()
+        .id()
+        .to_string();
+    let parent = fixture
+        .repo
+        .revparse_single("HEAD~2")
+        .unwrap()
+        .id()
+        .to_string();
+    assert!(guide.starts_with("> 第 03 章 · 第 03 章\n"), "{guide}");
+    for needle in [
+        &target[..7],
+        &parent[..7],
+        "course/tests/message_ir.rs",
+        "# 第 03 章练习",
+    ] {
+        assert!(
+            guide.contains(needle),
+            "{needle} missing from the guide:\n{guide}"
+        );
+    }
+    let mut expected: Vec<_> = [
+        "Cargo.toml",
+        "LEARNING.md",
+        "course",
+        "course/src",
+        "course/src/lib.rs",
+        "course/src/stream.rs",
+        "course/tests",
+        "course/tests/message_ir.rs",
+        "course/tests/stream.rs",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .collect();
+    expected.sort();
+    assert_eq!(snapshot(&lab), expected, "nothing else from the target");
+
+    for needle in [
+        "cd lab && cargo test -p course",
+        "cargo xtask check 03 lab --watch",
+        "LEARNING.md",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "{needle} missing from:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn modes_symlinks_submodules_and_unusual_names_round_trip() {
+    let fixture = Fixture::course();
+    fixture.write("tools/run.sh", "#!/bin/sh\necho hi\n");
+    fixture.make_executable("tools/run.sh");
+    fixture.symlink("tools/run.sh", "run-link");
+    fixture.symlink("../outside/nowhere", "dangling");
+    fixture.write("文档/说明 with space.md", "内容\r\nCRLF stays\r\n");
+    let base = fixture.commit("Add odd files");
+    // A gitlink (submodule) entry added with the tree builder.
+    let base_tree = fixture.repo.find_commit(base).unwrap().tree().unwrap();
+    let mut builder = fixture.repo.treebuilder(Some(&base_tree)).unwrap();
+    builder
+        .insert(
+            "vendor-sub",
+            Oid::from_str(&"ab".repeat(20)).unwrap(),
+            0o160000,
+        )
+        .unwrap();
+    let with_gitlink = builder.write().unwrap();
+    fixture.commit_tree("Add a submodule", with_gitlink);
+    fixture.write("course/src/stream.rs", "// chapter 04\n");
+    fixture.commit("course(04): next chapter");
+    fixture.write_manifest("04", &common::manifest("04", "course/src/stream.rs", &[]));
+
+    let run = fixture.xtask(&["practice", "04", "lab"]);
+    run.success();
+    let lab = fixture.root().join("lab");
+    let mode = fs::metadata(lab.join("tools/run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "the executable bit survives");
+    let plain = fs::metadata(lab.join("Cargo.toml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(plain & 0o111, 0, "plain files are not executable");
+    assert_eq!(
+        fs::read_link(lab.join("run-link")).unwrap(),
+        Path::new("tools/run.sh")
+    );
+    assert_eq!(
+        fs::read_link(lab.join("dangling")).unwrap(),
+        Path::new("../outside/nowhere")
+    );
+    assert_eq!(
+        fs::read(lab.join("文档/说明 with space.md")).unwrap(),
+        "内容\r\nCRLF stays\r\n".as_bytes()
+    );
+    assert!(lab.join("vendor-sub").is_dir());
+    assert!(
+        fs::read_dir(lab.join("vendor-sub"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    assert!(
+        run.stdout.contains("submodule vendor-sub was skipped"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_non_utf8_file_name_round_trips() {
+    use std::os::unix::ffi::OsStrExt;
+    let fixture = Fixture::course();
+    let blob = fixture.repo.blob(b"bytes\n").unwrap();
+    let head_tree = fixture
+        .repo
+        .find_commit(fixture.head())
+        .unwrap()
+        .tree()
+        .unwrap();
+    let mut builder = fixture.repo.treebuilder(Some(&head_tree)).unwrap();
+    builder
+        .insert(b"caf\xe9.txt".as_slice(), blob, 0o100644)
+        .unwrap();
+    let tree = builder.write().unwrap();
+    fixture.commit_tree("A Latin-1 name", tree);
+    fixture.write("marker", "x\n");
+    let tree = fixture
+        .repo
+        .find_commit(fixture.head())
+        .unwrap()
+        .tree()
+        .unwrap();
+    let mut builder = fixture.repo.treebuilder(Some(&tree)).unwrap();
+    builder
+        .insert("marker", fixture.repo.blob(b"x\n").unwrap(), 0o100644)
+        .unwrap();
+    let tree = builder.write().unwrap();
+    fixture.commit_tree("course(05): after the odd name", tree);
+    fixture.write_manifest("05", &common::manifest("05", "marker", &[]));
+
+    fixture.xtask(&["practice", "05", "lab"]).success();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    assert_eq!(
+        fs::read(fixture.root().join("lab").join(name)).unwrap(),
+        b"bytes\n"
+    );
+}
+
+/// Builds a raw tree object, which lets a test plant names git itself refuses.
+fn raw_tree(fixture: &Fixture, entries: &[(&str, &[u8], Oid)]) -> Oid {
+    let mut bytes = Vec::new();
+    for (mode, name, oid) in entries {
+        bytes.extend_from_slice(mode.as_bytes());
+        bytes.push(b' ');
+        bytes.extend_from_slice(name);
+        bytes.push(0);
+        bytes.extend_from_slice(oid.as_bytes());
+    }
+    fixture
+        .repo
+        .odb()
+        .unwrap()
+        .write(ObjectType::Tree, &bytes)
+        .unwrap()
+}
+
+#[test]
+fn crafted_tree_entries_are_refused_and_nothing_escapes() {
+    for (name, why) in [
+        (b"..".as_slice(), "points outside"),
+        (b".git".as_slice(), "`.git`"),
+        (b".GIT".as_slice(), "`.git`"),
+        (b"a/../../escaped".as_slice(), "`/`"),
+        (b".".as_slice(), "points outside"),
+    ] {
+        let fixture = Fixture::course();
+        let payload = fixture.repo.blob(b"planted\n").unwrap();
+        let inner = raw_tree(&fixture, &[("100644", b"escaped", payload)]);
+        let parent_tree = fixture.repo.find_commit(fixture.head()).unwrap().tree_id();
+        // Keep the real entries, then add the crafted one so some files are written first.
+        let mut entries: Vec<(String, Vec<u8>, Oid)> = fixture
+            .repo
+            .find_tree(parent_tree)
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                (
+                    format!("{:o}", entry.filemode()),
+                    entry.name_bytes().to_vec(),
+                    entry.id(),
+                )
+            })
+            .collect();
+        let (mode, id) = if name.contains(&b'/') {
+            ("100644", payload)
+        } else {
+            ("40000", inner)
+        };
+        entries.push((mode.to_string(), name.to_vec(), id));
+        entries.sort_by(|a, b| a.1.cmp(&b.1));
+        let borrowed: Vec<(&str, &[u8], Oid)> = entries
+            .iter()
+            .map(|(mode, name, oid)| (mode.as_str(), name.as_slice(), *oid))
+            .collect();
+        let crafted = raw_tree(&fixture, &borrowed);
+        fixture.commit_tree("Crafted", crafted);
+        let next = fixture.repo.find_commit(fixture.head()).unwrap().tree_id();
+        fixture.commit_tree("course(06): on top of the crafted tree", next);
+        fixture.write_manifest("06", &common::manifest("06", "Cargo.toml", &[]));
+
+        let outer = fixture.root().parent().unwrap().to_path_buf();
+        let before_outer = fs::read_dir(&outer).unwrap().count();
+        let work = fixture.root().join("work");
+        fs::create_dir(&work).unwrap();
+        let run = xtask_in(&work, &["practice", "06", "lab"]);
+        run.fails_with(2, &["refusing crafted tree entry", why]);
+        assert!(
+            snapshot(&work).is_empty(),
+            "no lab and no staging folder left: {:?}",
+            snapshot(&work)
+        );
+        assert!(!fixture.root().join("escaped").exists());
+        assert!(!fixture.root().join(".git/escaped").exists());
+        assert_eq!(
+            fs::read_dir(&outer).unwrap().count(),
+            before_outer,
+            "nothing written beside the repository"
+        );
+    }
+}
+
+#[test]
+fn an_existing_folder_with_content_or_a_file_is_never_touched() {
+    let fixture = Fixture::course();
+    fixture.write("lab/work.rs", "my work\n");
+    fixture.write("file-lab", "not a folder\n");
+    let before = snapshot(fixture.root());
+
+    fixture
+        .xtask(&["practice", "03", "lab"])
+        .fails_with(2, &["exists and is not empty", "nothing was touched"]);
+    fixture
+        .xtask(&["practice", "03", "file-lab"])
+        .fails_with(2, &["is not a folder"]);
+
+    assert_eq!(read(&fixture.root().join("lab/work.rs")), "my work\n");
+    assert_eq!(read(&fixture.root().join("file-lab")), "not a folder\n");
+    assert_eq!(snapshot(fixture.root()), before);
+}
+
+#[test]
+fn an_existing_empty_folder_is_used() {
+    let fixture = Fixture::course();
+    fs::create_dir(fixture.root().join("lab")).unwrap();
+    fixture.xtask(&["practice", "03", "lab"]).success();
+    assert!(
+        fixture
+            .root()
+            .join("lab/course/tests/message_ir.rs")
+            .is_file()
+    );
+}
+
+#[test]
+fn a_failure_mid_write_leaves_no_folder() {
+    let fixture = Fixture::course();
+    // The focused test is missing from the target: found only after the tree was written.
+    fixture.write_manifest(
+        "03",
+        &common::manifest("03", "course/tests/missing.rs", &[]),
+    );
+    let before = snapshot(fixture.root());
+    fixture
+        .xtask(&["practice", "03", "lab"])
+        .fails_with(2, &["course/tests/missing.rs", "focusedTest"]);
+    assert_eq!(
+        snapshot(fixture.root()),
+        before,
+        "no lab, no staging folder, no exclude entry"
+    );
+}
+
+#[test]
+fn a_missing_guide_is_reported_before_anything_is_written() {
+    let fixture = Fixture::course();
+    fs::remove_file(fixture.root().join("checkpoints/03/LEARNING.md")).unwrap();
+    let before = snapshot(fixture.root());
+    fixture
+        .xtask(&["practice", "03", "lab"])
+        .fails_with(2, &["LEARNING.md"]);
+    assert_eq!(snapshot(fixture.root()), before);
+}
+
+#[test]
+fn a_folder_inside_the_work_tree_is_excluded_from_git() {
+    let fixture = Fixture::course();
+    fixture.xtask(&["practice", "03", "labs/first"]).success();
+    fixture.xtask(&["practice", "02", "labs/second"]).success();
+    let exclude = read(&fixture.root().join(".git/info/exclude"));
+    assert!(
+        exclude.lines().any(|line| line == "/labs/first/"),
+        "{exclude}"
+    );
+    assert!(
+        exclude.lines().any(|line| line == "/labs/second/"),
+        "{exclude}"
+    );
+    for path in ["labs/first/Cargo.toml", "labs/second/course/src/lib.rs"] {
+        assert!(
+            fixture.repo.status_should_ignore(Path::new(path)).unwrap(),
+            "{path} is ignored by git"
+        );
+    }
+    assert!(
+        !fixture
+            .repo
+            .status_should_ignore(Path::new("labs/third/x"))
+            .unwrap()
+    );
+
+    let outside = tempfile::tempdir().unwrap();
+    let before = read(&fixture.root().join(".git/info/exclude"));
+    let target = outside.path().join("lab");
+    fixture
+        .xtask(&["practice", "03", target.to_str().unwrap()])
+        .success();
+    assert_eq!(
+        read(&fixture.root().join(".git/info/exclude")),
+        before,
+        "outside folders are not excluded"
+    );
+    assert!(target.join("LEARNING.md").is_file());
+}
+
+#[test]
+fn observe_mode_practises_from_the_target() {
+    let fixture = Fixture::course();
+    let manifest = common::manifest("03", "course/tests/message_ir.rs", &["course/src/types.rs"])
+        .replace("\"id\":", "\"mode\":\"observe\",\"id\":");
+    fixture.write_manifest("03", &manifest);
+    fixture.xtask(&["practice", "03", "lab"]).success();
+    assert_eq!(
+        read(&fixture.root().join("lab/course/src/types.rs")),
+        "// chapter 03 answer\n"
+    );
+}
