@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::error::{self, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{self, ChapterId, Manifest, Mode};
+use crate::practice;
 use crate::repo::CourseRepo;
 
 /// The `--json` shape of `checkpoint NN`.
@@ -75,13 +76,8 @@ fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {
 
 /// The files that differ between parent and target.
 fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<ChangedFile>> {
-    let tree = |oid| {
-        repo.git
-            .find_commit(oid)
-            .and_then(|commit| commit.tree())
-            .map_err(error::git(format!("cannot read the tree of {oid}")))
-    };
-    let (old, new) = (tree(checkpoint.parent.oid)?, tree(checkpoint.target.oid)?);
+    let old = practice::tree_of(repo, checkpoint.parent.oid)?;
+    let new = practice::tree_of(repo, checkpoint.target.oid)?;
     let diff = repo
         .git
         .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut DiffOptions::new()))

@@ -39,4 +39,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Prove checkpoints honest: red at the parent, green at the target,
+    /// every step's count, every declared fault caught, nothing leaked.
+    Verify {
+        /// Chapters to verify; all of checkpoints/ when none is given.
+        ids: Vec<ChapterId>,
+        /// Print the result table as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Seconds one focused run may take before it is stopped.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
 }

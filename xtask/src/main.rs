@@ -4,14 +4,18 @@
 mod checkpoint;
 mod cli;
 mod error;
+mod libtest;
 mod list;
 mod locate;
 mod manifest;
 mod practice;
 mod repo;
+mod runner;
 mod tree;
+mod verify;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -45,5 +49,13 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Practice { id, dir } => practice::run(&CourseRepo::discover(&here)?, id, &dir),
         Command::List { json } => list::run(&CourseRepo::discover(&here)?, json),
+        Command::Verify { ids, json, timeout } => verify::run(
+            &CourseRepo::discover(&here)?,
+            &verify::Options {
+                ids,
+                json,
+                timeout: Duration::from_secs(timeout),
+            },
+        ),
     }
 }

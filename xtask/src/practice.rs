@@ -8,7 +8,7 @@ use std::path::Path;
 use git2::Oid;
 
 use crate::error::{self, Error, Result};
-use crate::locate::{self, Checkpoint};
+use crate::locate::{self, Checkpoint, CommitInfo};
 use crate::manifest::{self, ChapterFolder, ChapterId, Manifest, Mode};
 use crate::repo::CourseRepo;
 use crate::tree::{self, Written};
@@ -112,11 +112,7 @@ pub fn build(
     dest: &Path,
 ) -> Result<Written> {
     let git = &repo.git;
-    let base = match manifest.mode {
-        Mode::Rebuild => checkpoint.parent.oid,
-        Mode::Observe => checkpoint.target.oid,
-    };
-    let base_tree = tree_of(repo, base)?;
+    let base_tree = tree_of(repo, base_commit(manifest, checkpoint).oid)?;
     let written = tree::write_tree(git, &base_tree, dest, &tree::is_authoring)?;
 
     let target_tree = tree_of(repo, checkpoint.target.oid)?;
@@ -145,7 +141,16 @@ pub fn build(
     Ok(written)
 }
 
-fn tree_of(repo: &CourseRepo, commit: Oid) -> Result<git2::Tree<'_>> {
+/// The commit a practice folder starts from: the parent when rebuilding.
+pub fn base_commit<'a>(manifest: &Manifest, checkpoint: &'a Checkpoint) -> &'a CommitInfo {
+    match manifest.mode {
+        Mode::Rebuild => &checkpoint.parent,
+        Mode::Observe => &checkpoint.target,
+    }
+}
+
+/// The tree of `commit`.
+pub fn tree_of(repo: &CourseRepo, commit: Oid) -> Result<git2::Tree<'_>> {
     repo.git
         .find_commit(commit)
         .and_then(|commit| commit.tree())
@@ -226,10 +231,7 @@ fn print_next_steps(
     written: &Written,
     excluded: Option<&str>,
 ) {
-    let base = match manifest.mode {
-        Mode::Rebuild => &checkpoint.parent,
-        Mode::Observe => &checkpoint.target,
-    };
+    let base = base_commit(manifest, checkpoint);
     println!(
         "Practice folder for chapter {} ({}) is ready: {}",
         manifest.id,

@@ -1,0 +1,203 @@
+//! Reading cargo's and libtest's output: did it compile, which tests passed,
+//! and what was the first deviation.
+
+use serde::Serialize;
+
+/// What one focused run tells about the learner's position.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// False when cargo stopped at a compiler error.
+    pub compiled: bool,
+    /// The first compiler error, when it did not compile.
+    pub first_error: Option<CompileError>,
+    pub passed: Vec<String>,
+    pub failed: Vec<Failure>,
+}
+
+/// A compiler error and where it points.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompileError {
+    pub message: String,
+    /// `path:line:column` as cargo prints it, relative to the workspace.
+    pub location: Option<String>,
+}
+
+/// A failing test and its first deviation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    pub name: String,
+    /// The panic message, e.g. an assertion with its left and right sides.
+    pub message: String,
+}
+
+impl CompileError {
+    /// The file part of `location`.
+    pub fn file(&self) -> Option<&str> {
+        self.location
+            .as_deref()
+            .and_then(|location| location.split(':').next())
+    }
+}
+
+impl Report {
+    /// Total tests that ran.
+    pub fn ran(&self) -> usize {
+        self.passed.len() + self.failed.len()
+    }
+
+    /// True when the failure list names `test` (by its last path segment).
+    pub fn failed_test(&self, test: &str) -> bool {
+        self.failed
+            .iter()
+            .any(|failure| short_name(&failure.name) == test)
+    }
+}
+
+/// The test function's name without its module path.
+pub fn short_name(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name)
+}
+
+/// Parses the combined output of `cargo test` (stderr then stdout).
+pub fn parse(output: &str) -> Report {
+    let mut report = Report {
+        compiled: !output
+            .lines()
+            .any(|line| line.starts_with("error: could not compile")),
+        ..Report::default()
+    };
+    let lines: Vec<&str> = output.lines().collect();
+    if !report.compiled {
+        report.first_error = first_compile_error(&lines);
+    }
+    let mut failed_names = Vec::new();
+    for line in &lines {
+        if let Some(rest) = line.strip_prefix("test ") {
+            if let Some(name) = rest.strip_suffix(" ... ok") {
+                report.passed.push(name.to_string());
+            } else if let Some(name) = rest.strip_suffix(" ... FAILED") {
+                failed_names.push(name.to_string());
+            }
+        }
+    }
+    report.failed = failed_names
+        .into_iter()
+        .map(|name| {
+            let message = failure_message(&lines, &name);
+            Failure { name, message }
+        })
+        .collect();
+    report
+}
+
+fn first_compile_error(lines: &[&str]) -> Option<CompileError> {
+    let start = lines.iter().position(|line| {
+        line.starts_with("error[")
+            || (line.starts_with("error: ") && !line.starts_with("error: could not compile"))
+    })?;
+    let message = lines[start]
+        .split_once(": ")
+        .map_or(lines[start], |(_, message)| message)
+        .to_string();
+    let location = lines[start + 1..]
+        .iter()
+        .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
+        .find_map(|line| line.trim_start().strip_prefix("--> "))
+        .map(str::to_string);
+    Some(CompileError { message, location })
+}
+
+/// The panic message printed in the `---- NAME stdout ----` section.
+fn failure_message(lines: &[&str], name: &str) -> String {
+    let header = format!("---- {name} stdout ----");
+    let Some(start) = lines.iter().position(|line| *line == header) else {
+        return String::new();
+    };
+    let section = lines[start + 1..]
+        .iter()
+        .take_while(|line| !line.starts_with("---- ") && **line != "failures:");
+    let mut message = Vec::new();
+    let mut in_panic = false;
+    for line in section {
+        if line.starts_with("thread '") && line.contains("panicked at") {
+            in_panic = true;
+            continue;
+        }
+        if in_panic {
+            if line.is_empty() || line.starts_with("note: ") || line.starts_with("stack backtrace:")
+            {
+                break;
+            }
+            message.push(*line);
+        }
+    }
+    message.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_passes_failures_and_the_first_deviation() {
+        let output = "\
+running 3 tests
+test text_projection_keeps_only_text_blocks ... FAILED
+test system_replay ... ok
+test tests::inner ... ok
+
+failures:
+
+---- text_projection_keeps_only_text_blocks stdout ----
+
+thread 'text_projection_keeps_only_text_blocks' (123) panicked at course/tests/message_ir.rs:60:5:
+assertion `left == right` failed
+  left: \"先读取\\nread\\n再回答\"
+ right: \"先读取\\n再回答\"
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+
+failures:
+    text_projection_keeps_only_text_blocks
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let report = parse(output);
+        assert!(report.compiled);
+        assert_eq!(report.passed, ["system_replay", "tests::inner"]);
+        assert_eq!(report.failed.len(), 1);
+        assert_eq!(
+            report.failed[0].message,
+            "assertion `left == right` failed\n  left: \"先读取\\nread\\n再回答\"\n right: \"先读取\\n再回答\""
+        );
+        assert!(report.failed_test("text_projection_keeps_only_text_blocks"));
+        assert!(report.failed_test("inner") == false);
+    }
+
+    #[test]
+    fn reads_the_first_compile_error_and_its_file() {
+        let output = "\
+   Compiling course v0.1.0 (/lab/course)
+error[E0432]: unresolved import `course::types`
+  --> course/tests/message_ir.rs:12:13
+   |
+12 | use course::types::{
+   |             ^^^^^ could not find `types` in `course`
+
+error[E0432]: unresolved import `course::event_stream::AssistantMessageEventStream`
+ --> course/tests/message_ir.rs:11:5
+
+error: could not compile `course` (test \"message_ir\") due to 2 previous errors
+";
+        let report = parse(output);
+        assert!(!report.compiled);
+        let error = report.first_error.unwrap();
+        assert_eq!(error.message, "unresolved import `course::types`");
+        assert_eq!(
+            error.location.as_deref(),
+            Some("course/tests/message_ir.rs:12:13")
+        );
+        assert_eq!(error.file(), Some("course/tests/message_ir.rs"));
+        assert_eq!(report.ran(), 0);
+    }
+}
