@@ -51,4 +51,36 @@ pub enum Command {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
+    /// Report where a learner stands in a practice folder: does it compile,
+    /// which steps are green, and the first failing test's deviation.
+    Check {
+        /// Chapter id, e.g. 03.
+        id: ChapterId,
+        /// The practice folder.
+        dir: PathBuf,
+        /// Report again after every edit (polling; Ctrl-C stops).
+        #[arg(long)]
+        watch: bool,
+        /// Also print cargo's full output.
+        #[arg(long)]
+        verbose: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Seconds one focused run may take before it is stopped.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// Print a step's hints, one rung at a time: 1 locate the file,
+    /// 2 the signature, 3 pseudocode, 4 partial code.
+    Hint {
+        /// Chapter id, e.g. 03.
+        id: ChapterId,
+        /// The step, e.g. 3.1 (default: the chapter's first step).
+        #[arg(long)]
+        step: Option<String>,
+        /// Show hints up to this level.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+        level: u8,
+    },
 }

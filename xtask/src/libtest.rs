@@ -8,8 +8,8 @@ use serde::Serialize;
 pub struct Report {
     /// False when cargo stopped at a compiler error.
     pub compiled: bool,
-    /// The first compiler error, when it did not compile.
-    pub first_error: Option<CompileError>,
+    /// The compiler errors, in order, when it did not compile.
+    pub errors: Vec<CompileError>,
     pub passed: Vec<String>,
     pub failed: Vec<Failure>,
 }
@@ -40,9 +40,24 @@ impl CompileError {
 }
 
 impl Report {
-    /// Total tests that ran.
-    pub fn ran(&self) -> usize {
-        self.passed.len() + self.failed.len()
+    /// The first compiler error, if it did not compile.
+    pub fn first_error(&self) -> Option<&CompileError> {
+        self.errors.first()
+    }
+
+    /// How many tests whose name contains `filter` passed, and how many ran.
+    pub fn count(&self, filter: &str) -> (usize, usize) {
+        let passed = self
+            .passed
+            .iter()
+            .filter(|name| name.contains(filter))
+            .count();
+        let failed = self
+            .failed
+            .iter()
+            .filter(|failure| failure.name.contains(filter))
+            .count();
+        (passed, passed + failed)
     }
 
     /// True when the failure list names `test` (by its last path segment).
@@ -68,7 +83,7 @@ pub fn parse(output: &str) -> Report {
     };
     let lines: Vec<&str> = output.lines().collect();
     if !report.compiled {
-        report.first_error = first_compile_error(&lines);
+        report.errors = compile_errors(&lines);
     }
     let mut failed_names = Vec::new();
     for line in &lines {
@@ -90,21 +105,28 @@ pub fn parse(output: &str) -> Report {
     report
 }
 
-fn first_compile_error(lines: &[&str]) -> Option<CompileError> {
-    let start = lines.iter().position(|line| {
+fn compile_errors(lines: &[&str]) -> Vec<CompileError> {
+    let is_error = |line: &str| {
         line.starts_with("error[")
             || (line.starts_with("error: ") && !line.starts_with("error: could not compile"))
-    })?;
-    let message = lines[start]
-        .split_once(": ")
-        .map_or(lines[start], |(_, message)| message)
-        .to_string();
-    let location = lines[start + 1..]
+    };
+    lines
         .iter()
-        .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
-        .find_map(|line| line.trim_start().strip_prefix("--> "))
-        .map(str::to_string);
-    Some(CompileError { message, location })
+        .enumerate()
+        .filter(|(_, line)| is_error(line))
+        .map(|(start, line)| {
+            let message = line
+                .split_once(": ")
+                .map_or(*line, |(_, message)| message)
+                .to_string();
+            let location = lines[start + 1..]
+                .iter()
+                .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
+                .find_map(|line| line.trim_start().strip_prefix("--> "))
+                .map(str::to_string);
+            CompileError { message, location }
+        })
+        .collect()
 }
 
 /// The panic message printed in the `---- NAME stdout ----` section.
@@ -171,7 +193,9 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
             "assertion `left == right` failed\n  left: \"先读取\\nread\\n再回答\"\n right: \"先读取\\n再回答\""
         );
         assert!(report.failed_test("text_projection_keeps_only_text_blocks"));
-        assert!(report.failed_test("inner") == false);
+        assert!(!report.failed_test("inner"));
+        assert_eq!(report.count("system"), (1, 1));
+        assert_eq!(report.count(""), (2, 3));
     }
 
     #[test]
@@ -191,13 +215,18 @@ error: could not compile `course` (test \"message_ir\") due to 2 previous errors
 ";
         let report = parse(output);
         assert!(!report.compiled);
-        let error = report.first_error.unwrap();
+        let error = report.first_error().unwrap();
         assert_eq!(error.message, "unresolved import `course::types`");
         assert_eq!(
             error.location.as_deref(),
             Some("course/tests/message_ir.rs:12:13")
         );
         assert_eq!(error.file(), Some("course/tests/message_ir.rs"));
-        assert_eq!(report.ran(), 0);
+        assert_eq!(report.errors.len(), 2);
+        assert_eq!(
+            report.errors[1].location.as_deref(),
+            Some("course/tests/message_ir.rs:11:5")
+        );
+        assert!(report.passed.is_empty() && report.failed.is_empty());
     }
 }

@@ -1,9 +1,11 @@
 //! `cargo xtask`: the course's checkpoint tooling. One module per command;
 //! every flag is declared in [`cli`].
 
+mod check;
 mod checkpoint;
 mod cli;
 mod error;
+mod hint;
 mod libtest;
 mod list;
 mod locate;
@@ -13,6 +15,7 @@ mod repo;
 mod runner;
 mod tree;
 mod verify;
+mod watch;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -49,6 +52,27 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Practice { id, dir } => practice::run(&CourseRepo::discover(&here)?, id, &dir),
         Command::List { json } => list::run(&CourseRepo::discover(&here)?, json),
+        Command::Check {
+            id,
+            dir,
+            watch,
+            verbose,
+            json,
+            timeout,
+        } => check::run(
+            &CourseRepo::discover(&here)?,
+            &check::Options {
+                id,
+                dir,
+                watch,
+                verbose,
+                json,
+                timeout: Duration::from_secs(timeout),
+            },
+        ),
+        Command::Hint { id, step, level } => {
+            hint::run(&CourseRepo::discover(&here)?, id, step.as_deref(), level)
+        }
         Command::Verify { ids, json, timeout } => verify::run(
             &CourseRepo::discover(&here)?,
             &verify::Options {

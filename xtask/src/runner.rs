@@ -9,10 +9,6 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-/// How long one focused run may take before it is stopped (a hung test must
-/// not hang the tool).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
 /// A finished run.
 #[derive(Debug, Clone)]
 pub struct Captured {

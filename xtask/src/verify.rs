@@ -433,7 +433,7 @@ impl Verifier<'_> {
             return Ok(report);
         }
         Err(Error::check_failed(
-            match (&report.first_error, report.failed.first()) {
+            match (report.first_error(), report.failed.first()) {
                 (Some(error), _) => format!(
                     "the target does not compile: {} at {}",
                     error.message,

@@ -3,46 +3,8 @@
 
 mod common;
 
-use common::Fixture;
-use serde_json::{Value, json};
-
-const ANSWER: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn double(x: i32) -> i32 {\n    x * 2\n}\n";
-
-const FOCUSED: &str = "use course::{add, double};\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n\n#[test]\nfn doubles() {\n    assert_eq!(double(4), 8);\n}\n";
-
-/// A course with chapter 01: an empty crate, then `add` and `double` with
-/// their focused test. `parent_lib` and `target_lib` let a test break it.
-fn tiny_course(parent_lib: &str, target_lib: &str, patch: impl FnOnce(&mut Value)) -> Fixture {
-    let fixture = Fixture::empty();
-    fixture.write(
-        "Cargo.toml",
-        "[workspace]\nmembers = [\"course\"]\nresolver = \"2\"\n",
-    );
-    fixture.write(
-        "course/Cargo.toml",
-        "[package]\nname = \"course\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
-    );
-    fixture.write("course/src/lib.rs", parent_lib);
-    fixture.write(".gitignore", "/target\n");
-    fixture.commit("Skeleton");
-    fixture.write("course/src/lib.rs", target_lib);
-    fixture.write("course/tests/focused.rs", FOCUSED);
-    fixture.commit("course(01): add and double");
-    let mut manifest = json!({
-        "id": "01",
-        "title": "加法",
-        "focusedTest": "course/tests/focused.rs",
-        "teachingFiles": ["course/src/lib.rs"],
-        "run": ["cargo", "test", "-p", "course", "--test", "focused"],
-        "expectedTests": 2,
-        "red": ["unresolved import"],
-        "steps": [{"id": "1.1", "filter": "adds", "expectedTests": 1}],
-        "faults": [{"id": "subtracts", "file": "course/src/lib.rs", "find": "a + b", "replace": "a - b", "failingTest": "adds"}]
-    });
-    patch(&mut manifest);
-    fixture.write_manifest("01", &manifest.to_string());
-    fixture
-}
+use common::{ANSWER, Fixture, tiny_course};
+use serde_json::json;
 
 /// Runs `verify --json` and returns (exit code, proof → (passed, detail)).
 fn verify(fixture: &Fixture) -> (i32, Vec<(String, bool, String)>, String) {
