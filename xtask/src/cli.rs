@@ -83,4 +83,14 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
         level: u8,
     },
+    /// Measure the kit against the baselines a user would pick instead
+    /// (release build; median and spread of repeated runs).
+    Bench {
+        /// Fewer repeats and smaller sizes.
+        #[arg(long)]
+        quick: bool,
+        /// Print the rows as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the course's checkpoint tooling. One module per command;
 //! every flag is declared in [`cli`].
 
+mod bench;
 mod check;
 mod checkpoint;
 mod cli;
@@ -69,6 +70,10 @@ fn run(cli: Cli) -> Result<()> {
                 json,
                 timeout: Duration::from_secs(timeout),
             },
+        ),
+        Command::Bench { quick, json } => bench::run(
+            &CourseRepo::discover(&here)?,
+            &bench::Options { quick, json },
         ),
         Command::Hint { id, step, level } => {
             hint::run(&CourseRepo::discover(&here)?, id, step.as_deref(), level)

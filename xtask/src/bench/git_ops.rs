@@ -1,0 +1,288 @@
+//! Practice and locate on generated repositories, against the git commands
+//! the original course (or a shell user) would run instead.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use git2::{Oid, Repository, Signature, Time};
+use tempfile::TempDir;
+
+use super::Row;
+use super::stats::{Figure, Unit};
+use crate::error::{Error, Result};
+
+const MANIFEST: &str = r#"{"id":"01","title":"bench","focusedTest":"course/tests/focused.rs","teachingFiles":["course/src/lib.rs"],"run":["true"]}"#;
+
+/// `practice` vs `git archive <parent> | tar -x` at 100, 1,000 and 10,000 files.
+pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
+    let sizes: &[usize] = if quick {
+        &[100, 1_000]
+    } else {
+        &[100, 1_000, 10_000]
+    };
+    sizes
+        .iter()
+        .map(|&files| {
+            eprintln!("bench: practice on {files} files …");
+            let fixture = files_repo(files)?;
+            let out = tempfile::tempdir().map_err(|error| Error::bad_input(error.to_string()))?;
+            let mut round = 0;
+            let mut next_dir = || {
+                round += 1;
+                out.path().join(format!("lab-{round}"))
+            };
+            let ours = Figure::time(repeats, Unit::Milliseconds, || {
+                let dir = next_dir();
+                let took = timed(xtask(&fixture.root).args(["practice", "01"]).arg(&dir));
+                let _ = fs::remove_dir_all(&dir);
+                took
+            });
+            let parent = fixture.parent.to_string();
+            let baseline = Figure::time(repeats, Unit::Milliseconds, || {
+                let dir = next_dir();
+                let took = timed(
+                    Command::new("sh")
+                        .args([
+                            "-c",
+                            r#"mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2""#,
+                            "sh",
+                        ])
+                        .arg(&fixture.root)
+                        .arg(&dir)
+                        .arg(&parent),
+                );
+                let _ = fs::remove_dir_all(&dir);
+                took
+            });
+            let ratio = ours.ratio(&baseline);
+            let held = files == 10_000;
+            Ok(Row {
+                workload: "practice",
+                size: format!("{files} files"),
+                ours,
+                baseline: Some(baseline),
+                ratio: Some(ratio),
+                target: if held {
+                    "≤ 1.0× git archive | tar".into()
+                } else {
+                    "(reported)".into()
+                },
+                met: held.then_some(ratio <= 1.0),
+            })
+        })
+        .collect()
+}
+
+/// `checkpoint` (locate) vs `git log --format='%H %P %s' | grep -m1`, with
+/// the chapter at the oldest end of 1,000 to 100,000 commits.
+pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000]
+    } else {
+        &[1_000, 10_000, 100_000]
+    };
+    sizes
+        .iter()
+        .map(|&commits| {
+            eprintln!("bench: locate in {commits} commits …");
+            let fixture = history_repo(commits)?;
+            let ours = Figure::time(repeats, Unit::Milliseconds, || {
+                timed(xtask(&fixture.root).args(["checkpoint", "01", "--json"]))
+            });
+            let baseline = Figure::time(repeats, Unit::Milliseconds, || {
+                timed(
+                    Command::new("sh")
+                        .args([
+                            "-c",
+                            "git log --format='%H %P %s' | grep -m1 -F ' course(01):'",
+                        ])
+                        .current_dir(&fixture.root)
+                        .stdout(Stdio::null()),
+                )
+            });
+            let ratio = ours.ratio(&baseline);
+            let held = commits == 100_000;
+            Ok(Row {
+                workload: "locate",
+                size: format!("{commits} commits"),
+                ours,
+                baseline: Some(baseline),
+                ratio: Some(ratio),
+                target: if held {
+                    "≤ 1.0× git log | grep".into()
+                } else {
+                    "(reported)".into()
+                },
+                met: held.then_some(ratio <= 1.0),
+            })
+        })
+        .collect()
+}
+
+/// A generated repository and the chapter's parent commit.
+struct Generated {
+    _dir: TempDir,
+    root: PathBuf,
+    parent: Oid,
+}
+
+fn xtask(root: &Path) -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("the running binary has a path"));
+    command
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+fn timed(command: &mut Command) -> Duration {
+    let started = Instant::now();
+    let status = command.status().expect("the benchmarked command starts");
+    let took = started.elapsed();
+    assert!(status.success(), "benchmarked command failed: {command:?}");
+    took
+}
+
+fn signature(time: i64) -> Signature<'static> {
+    Signature::new("Bench", "bench@example.com", &Time::new(time, 0)).expect("a valid signature")
+}
+
+fn git_error(error: git2::Error) -> Error {
+    Error::bad_input(format!(
+        "cannot generate a bench repository: {}",
+        error.message()
+    ))
+}
+
+fn new_repo() -> Result<(TempDir, Repository)> {
+    let dir = tempfile::Builder::new()
+        .prefix("xtask-bench-")
+        .tempdir()
+        .map_err(|error| Error::bad_input(error.to_string()))?;
+    let repo = Repository::init(dir.path()).map_err(git_error)?;
+    let chapter = dir.path().join("checkpoints/01");
+    fs::create_dir_all(&chapter).map_err(|error| Error::bad_input(error.to_string()))?;
+    fs::write(chapter.join("checkpoint.json"), MANIFEST)
+        .map_err(|error| Error::bad_input(error.to_string()))?;
+    fs::write(chapter.join("LEARNING.md"), "# bench\n")
+        .map_err(|error| Error::bad_input(error.to_string()))?;
+    Ok((dir, repo))
+}
+
+/// Packs the objects, as a clone would have them.
+fn repack(root: &Path) {
+    let _ = Command::new("git")
+        .args(["repack", "-adq"])
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `files` source files of about 1 KiB in folders of 100, then the chapter.
+fn files_repo(files: usize) -> Result<Generated> {
+    let (dir, repo) = new_repo()?;
+    let mut root = repo.treebuilder(None).map_err(git_error)?;
+    for folder in 0..files.div_ceil(100) {
+        let mut builder = repo.treebuilder(None).map_err(git_error)?;
+        for file in 0..100.min(files - folder * 100) {
+            let content: String = (0..24)
+                .map(|line| {
+                    format!("// folder {folder} file {file} line {line}: some source text here\n")
+                })
+                .collect();
+            let blob = repo.blob(content.as_bytes()).map_err(git_error)?;
+            let mode = if file % 10 == 0 { 0o100755 } else { 0o100644 };
+            builder
+                .insert(format!("file_{file}.rs"), blob, mode)
+                .map_err(git_error)?;
+        }
+        let tree = builder.write().map_err(git_error)?;
+        root.insert(format!("module_{folder}"), tree, 0o040000)
+            .map_err(git_error)?;
+    }
+    let parent_tree = root.write().map_err(git_error)?;
+    let parent = commit(&repo, "Generated sources", parent_tree, &[], 1)?;
+    let focused = repo
+        .blob(b"#[test]\nfn focused() {}\n")
+        .map_err(git_error)?;
+    let tests = single(&repo, "focused.rs", focused, 0o100644)?;
+    let course = single(&repo, "tests", tests, 0o040000)?;
+    let mut target_tree = repo
+        .treebuilder(Some(&repo.find_tree(parent_tree).map_err(git_error)?))
+        .map_err(git_error)?;
+    target_tree
+        .insert("course", course, 0o040000)
+        .map_err(git_error)?;
+    let target_tree = target_tree.write().map_err(git_error)?;
+    let target = commit(
+        &repo,
+        "course(01): bench chapter",
+        target_tree,
+        &[parent],
+        2,
+    )?;
+    set_head(&repo, target)?;
+    repack(dir.path());
+    Ok(Generated {
+        root: dir.path().to_path_buf(),
+        _dir: dir,
+        parent,
+    })
+}
+
+/// `commits` commits with the chapter's target second from the root.
+fn history_repo(commits: usize) -> Result<Generated> {
+    let (dir, repo) = new_repo()?;
+    let focused = repo
+        .blob(b"#[test]\nfn focused() {}\n")
+        .map_err(git_error)?;
+    let tests = single(&repo, "focused.rs", focused, 0o100644)?;
+    let course = single(&repo, "tests", tests, 0o040000)?;
+    let tree = single(&repo, "course", course, 0o040000)?;
+    let parent = commit(&repo, "Root", tree, &[], 0)?;
+    let mut head = commit(&repo, "course(01): bench chapter", tree, &[parent], 1)?;
+    for index in 2..commits {
+        head = commit(
+            &repo,
+            &format!("Work item {index}"),
+            tree,
+            &[head],
+            index as i64,
+        )?;
+    }
+    set_head(&repo, head)?;
+    repack(dir.path());
+    Ok(Generated {
+        root: dir.path().to_path_buf(),
+        _dir: dir,
+        parent,
+    })
+}
+
+fn single(repo: &Repository, name: &str, oid: Oid, mode: i32) -> Result<Oid> {
+    let mut builder = repo.treebuilder(None).map_err(git_error)?;
+    builder.insert(name, oid, mode).map_err(git_error)?;
+    builder.write().map_err(git_error)
+}
+
+fn commit(repo: &Repository, subject: &str, tree: Oid, parents: &[Oid], tick: i64) -> Result<Oid> {
+    let signature = signature(1_700_000_000 + tick);
+    let tree = repo.find_tree(tree).map_err(git_error)?;
+    let parents: Vec<_> = parents
+        .iter()
+        .map(|id| repo.find_commit(*id))
+        .collect::<Result<_, _>>()
+        .map_err(git_error)?;
+    let parents: Vec<_> = parents.iter().collect();
+    repo.commit(None, &signature, &signature, subject, &tree, &parents)
+        .map_err(git_error)
+}
+
+fn set_head(repo: &Repository, commit: Oid) -> Result<()> {
+    repo.reference("refs/heads/main", commit, true, "bench")
+        .map_err(git_error)?;
+    repo.set_head("refs/heads/main").map_err(git_error)
+}

@@ -1,0 +1,132 @@
+//! What a learner waits for: a cold build of the focused test in a fresh
+//! practice folder, and edit → result after touching one teaching file. The
+//! cold build's baseline is the same workspace whose crate holds a single
+//! serde-derived struct: the floor that serde's derive chain sets.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use super::Row;
+use super::stats::{Figure, Unit};
+use crate::error::{self, Error, Result};
+use crate::locate;
+use crate::manifest::{self, ChapterId};
+use crate::practice;
+use crate::repo::CourseRepo;
+use crate::runner::Invocation;
+use crate::tree;
+
+/// Chapter 03 of this repository, finished: its target tree in a fresh folder.
+pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
+    let id: ChapterId = "03".parse().map_err(Error::bad_input)?;
+    let manifest = manifest::chapter(&repo.checkpoints_dir(), id)?.load()?;
+    let checkpoint = locate::locate(&repo.git, id)?;
+    let finished = Lab::new(repo, &checkpoint)?;
+    let bare = Lab::new(repo, &checkpoint)?;
+    bare.hollow_out()?;
+    let run = |lab: &Lab| -> Result<Duration> {
+        let started = Instant::now();
+        let outcome = Invocation {
+            command: &manifest.run,
+            extra: &[],
+            dir: lab.path(),
+            target_dir: None,
+            timeout: Duration::from_secs(600),
+        }
+        .run()?;
+        if !outcome.success {
+            return Err(Error::check_failed(format!(
+                "the focused test failed in {}",
+                lab.path().display()
+            )));
+        }
+        Ok(started.elapsed())
+    };
+    eprintln!("bench: warming the registry for the learner loop …");
+    run(&finished)?;
+
+    let cold = |lab: &Lab| -> Result<Figure> {
+        let mut samples = Vec::new();
+        for round in 0..repeats {
+            eprintln!("bench: cold build {} of {repeats} in {} …", round + 1, lab.path().display());
+            let target = lab.path().join("target");
+            if target.exists() {
+                fs::remove_dir_all(&target).map_err(error::io("cannot clear the practice target folder"))?;
+            }
+            samples.push(run(lab)?.as_secs_f64());
+        }
+        Ok(Figure::of(samples, Unit::Seconds))
+    };
+    let cold_finished = cold(&finished)?;
+    let cold_bare = cold(&bare)?;
+    let lab = finished.path();
+    let teaching = lab.join("course/src/types.rs");
+    let mut edits = Vec::new();
+    for round in 0..repeats.max(3) {
+        eprintln!("bench: edit → result {} …", round + 1);
+        let mut source =
+            fs::read_to_string(&teaching).map_err(error::io("cannot read types.rs"))?;
+        source.push_str(&format!("\n// learner edit {round}\n"));
+        fs::write(&teaching, source).map_err(error::io("cannot edit types.rs"))?;
+        edits.push(run(&finished)?.as_secs_f64());
+    }
+    let edit = Figure::of(edits, Unit::Seconds);
+    Ok(vec![
+        Row {
+            workload: "learner cold build",
+            size: "cargo test --test message_ir".into(),
+            met: Some(cold_finished.median <= 8.0),
+            ratio: Some(cold_finished.ratio(&cold_bare)),
+            ours: cold_finished,
+            baseline: Some(cold_bare),
+            target: "≤ 8 s (baseline: one serde struct)".into(),
+        },
+        Row {
+            workload: "learner edit → result",
+            size: "touch types.rs".into(),
+            met: Some(edit.median <= 1.0),
+            ours: edit,
+            baseline: None,
+            ratio: None,
+            target: "≤ 1 s".into(),
+        },
+    ])
+}
+
+/// Chapter 03's target tree in a fresh folder, as a learner who finished it has it.
+struct Lab(tempfile::TempDir);
+
+impl Lab {
+    fn new(repo: &CourseRepo, checkpoint: &locate::Checkpoint) -> Result<Lab> {
+        let folder = tempfile::Builder::new()
+            .prefix("xtask-bench-lab-")
+            .tempdir()
+            .map_err(error::io("cannot create a temporary folder"))?;
+        let tree = practice::tree_of(repo, checkpoint.target.oid)?;
+        tree::write_tree(&repo.git, &tree, folder.path(), &tree::is_authoring)?;
+        Ok(Lab(folder))
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    /// Replaces the crate's code with one serde-derived struct and one test,
+    /// keeping the workspace, manifest and lock file.
+    fn hollow_out(&self) -> Result<()> {
+        let course = self.path().join("course");
+        for folder in ["src", "tests"] {
+            let folder = course.join(folder);
+            fs::remove_dir_all(&folder).map_err(error::io("cannot clear the bare crate"))?;
+            fs::create_dir(&folder).map_err(error::io("cannot create the bare crate"))?;
+        }
+        let lib = "#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]\n\
+                   pub struct Message { pub role: String, pub timestamp: u64 }\n";
+        let test = "#[test]\nfn round_trips() {\n    let m = course::Message { role: \"user\".into(), timestamp: 1 };\n    \
+                    let json = serde_json::to_string(&m).unwrap();\n    \
+                    assert_eq!(serde_json::from_str::<course::Message>(&json).unwrap(), m);\n}\n";
+        fs::write(course.join("src/lib.rs"), lib).map_err(error::io("cannot write the bare crate"))?;
+        fs::write(course.join("tests/message_ir.rs"), test).map_err(error::io("cannot write the bare crate"))?;
+        Ok(())
+    }
+}

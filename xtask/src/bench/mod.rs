@@ -1,0 +1,157 @@
+//! `bench [--quick] [--json]`: what the kit costs its users, measured side
+//! by side with the baseline a user would pick instead. Figures are printed,
+//! never asserted; each is the median of repeated runs with its spread.
+
+mod course_ops;
+mod git_ops;
+mod learner;
+mod stats;
+
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::repo::CourseRepo;
+
+pub use stats::Figure;
+
+/// Settings of one bench run.
+pub struct Options {
+    pub quick: bool,
+    pub json: bool,
+}
+
+/// One row of the table.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub workload: &'static str,
+    pub size: String,
+    pub ours: Figure,
+    /// What a user would use instead; `None` when there is nothing to compare.
+    pub baseline: Option<Figure>,
+    /// `ours / baseline`, in the figure's unit.
+    pub ratio: Option<f64>,
+    /// The target this row is held to, in words.
+    pub target: String,
+    pub met: Option<bool>,
+}
+
+/// Runs the command. A debug build re-runs itself in release first.
+pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
+    if cfg!(debug_assertions) {
+        return rerun_in_release(repo, options);
+    }
+    let repeats = if options.quick { 3 } else { 5 };
+    let mut rows = Vec::new();
+    let mut section = |name: &str, result: Result<Vec<Row>>| match result {
+        Ok(new) => rows.extend(new),
+        Err(error) => eprintln!("bench: {name} skipped: {error}"),
+    };
+    section("practice", git_ops::practice(options.quick, repeats));
+    section("locate", git_ops::locate(options.quick, repeats));
+    section("stream", course_ops::stream(options.quick, repeats));
+    section("partial", course_ops::partial(repeats));
+    section("replay", course_ops::replay(options.quick, repeats));
+    section("json", course_ops::json(repeats));
+    section(
+        "learner loop",
+        learner::learner_loop(repo, if options.quick { 1 } else { 3 }),
+    );
+
+    if options.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("the rows serialize")
+        );
+    } else {
+        print_table(&rows);
+    }
+    Ok(())
+}
+
+fn rerun_in_release(repo: &CourseRepo, options: &Options) -> Result<()> {
+    eprintln!("bench: building xtask in release mode first …");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "xtask",
+            "--",
+            "bench",
+        ])
+        .current_dir(&repo.root);
+    if options.quick {
+        command.arg("--quick");
+    }
+    if options.json {
+        command.arg("--json");
+    }
+    let status = command.status().map_err(|error| {
+        Error::bad_input(format!("cannot run cargo for the release build: {error}"))
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::check_failed("the release bench run failed"))
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let header = ["workload", "size", "ours", "baseline", "ratio", "target"];
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|row| {
+            let verdict = match row.met {
+                Some(true) => " ✓",
+                Some(false) => " ✗",
+                None => "",
+            };
+            [
+                row.workload.to_string(),
+                row.size.clone(),
+                row.ours.to_string(),
+                row.baseline
+                    .as_ref()
+                    .map_or("—".to_string(), Figure::to_string),
+                row.ratio
+                    .map_or("—".to_string(), |ratio| format!("{ratio:.2}×")),
+                format!("{}{verdict}", row.target),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            cells
+                .iter()
+                .map(|row| row[column].chars().count())
+                .chain([header[column].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |values: Vec<&str>| {
+        let padded: Vec<String> = values
+            .iter()
+            .zip(&widths)
+            .map(|(value, width)| format!("{value}{}", " ".repeat(width - value.chars().count())))
+            .collect();
+        println!("| {} |", padded.join(" | "));
+    };
+    line(header.to_vec());
+    println!(
+        "|{}|",
+        widths
+            .iter()
+            .map(|width| "-".repeat(width + 2))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for row in &cells {
+        line(row.iter().map(String::as_str).collect());
+    }
+}

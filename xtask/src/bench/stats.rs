@@ -1,0 +1,83 @@
+//! Repeated measurements reduced to a median and a spread.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A measured figure: the median of the runs, and the lowest and highest.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Figure {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    pub unit: Unit,
+}
+
+/// How a figure reads; time-like units are better when lower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Milliseconds,
+    Seconds,
+    NanosPerEvent,
+    MillionEventsPerSecond,
+    MegabytesPerSecond,
+}
+
+impl Figure {
+    /// Times `run` (which returns its own measured duration) `repeats` times.
+    pub fn time(repeats: usize, unit: Unit, mut run: impl FnMut() -> Duration) -> Figure {
+        let samples: Vec<f64> = (0..repeats.max(1))
+            .map(|_| {
+                let seconds = run().as_secs_f64();
+                match unit {
+                    Unit::Milliseconds => seconds * 1e3,
+                    _ => seconds,
+                }
+            })
+            .collect();
+        Figure::of(samples, unit)
+    }
+
+    /// A figure from raw samples already in `unit`.
+    pub fn of(mut samples: Vec<f64>, unit: Unit) -> Figure {
+        samples.sort_by(f64::total_cmp);
+        Figure {
+            median: samples[samples.len() / 2],
+            low: samples[0],
+            high: samples[samples.len() - 1],
+            unit,
+        }
+    }
+
+    /// `self / other` of the medians.
+    pub fn ratio(&self, other: &Figure) -> f64 {
+        self.median / other.median
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spread = if self.median > 0.0 {
+            100.0 * (self.high - self.low) / self.median
+        } else {
+            0.0
+        };
+        let suffix = match self.unit {
+            Unit::Milliseconds => "ms",
+            Unit::Seconds => "s",
+            Unit::NanosPerEvent => "ns/event",
+            Unit::MillionEventsPerSecond => "M events/s",
+            Unit::MegabytesPerSecond => "MB/s",
+        };
+        let precision = if self.median >= 100.0 {
+            0
+        } else if self.median >= 10.0 {
+            1
+        } else {
+            2
+        };
+        write!(f, "{:.*} {suffix} ±{spread:.0}%", precision, self.median)
+    }
+}
