@@ -92,5 +92,9 @@ pub enum Command {
         /// Print the rows as JSON.
         #[arg(long)]
         json: bool,
+        /// Run only these workloads (practice, locate, stream, partial,
+        /// replay, json, learner), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
 }

@@ -1,8 +1,13 @@
 //! Finding a chapter's checkpoint commits: the newest commit reachable from
 //! HEAD whose subject starts with `course(NN):` is the target, and its first
-//! parent is the parent.
+//! parent is the parent. "Newest" is by committer time, which is also the
+//! topological order whenever clocks move forward; the walk stops at the
+//! first match, so a recent chapter is found without reading old history.
 
-use git2::{Commit, Oid, Repository, Sort};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+
+use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use crate::error::{self, Error, Result};
@@ -85,24 +90,68 @@ pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     })
 }
 
+/// Walks the history from HEAD newest first (by committer time), reading
+/// each commit once, and returns the first whose subject has `prefix`.
 fn find_target<'r>(repo: &'r Repository, prefix: &[u8]) -> Result<Option<Commit<'r>>> {
-    let mut walk = repo
-        .revwalk()
-        .map_err(error::git("cannot walk the history"))?;
-    // Topological order visits a re-cut checkpoint before the older cut it replaces.
-    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)
-        .map_err(error::git("cannot sort the history"))?;
-    walk.push_head().map_err(error::git("cannot read HEAD"))?;
-    for oid in walk {
-        let oid = oid.map_err(error::git("cannot walk the history"))?;
-        let commit = repo
-            .find_commit(oid)
-            .map_err(error::git(format!("cannot read commit {oid}")))?;
+    let head = repo
+        .head()
+        .and_then(|head| head.peel_to_commit())
+        .map_err(error::git("cannot read HEAD"))?;
+    let mut seen = HashSet::from([head.id()]);
+    let mut queue = BinaryHeap::from([Newest::new(head, 0)]);
+    let mut order = 0;
+    while let Some(Newest { commit, .. }) = queue.pop() {
         if commit.message_bytes().starts_with(prefix) {
             return Ok(Some(commit));
         }
+        for parent in commit.parent_ids() {
+            if seen.insert(parent) {
+                let parent = repo
+                    .find_commit(parent)
+                    .map_err(error::git(format!("cannot read commit {parent}")))?;
+                order += 1;
+                queue.push(Newest::new(parent, order));
+            }
+        }
     }
     Ok(None)
+}
+
+/// A commit ordered by committer time, newest first; ties keep walk order.
+struct Newest<'r> {
+    time: i64,
+    order: Reverse<u64>,
+    commit: Commit<'r>,
+}
+
+impl<'r> Newest<'r> {
+    fn new(commit: Commit<'r>, order: u64) -> Self {
+        Newest {
+            time: commit.time().seconds(),
+            order: Reverse(order),
+            commit,
+        }
+    }
+}
+
+impl PartialEq for Newest<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.order) == (other.time, other.order)
+    }
+}
+
+impl Eq for Newest<'_> {}
+
+impl PartialOrd for Newest<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Newest<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.time, self.order).cmp(&(other.time, other.order))
+    }
 }
 
 fn short(commit: &Commit<'_>) -> String {

@@ -71,9 +71,9 @@ fn run(cli: Cli) -> Result<()> {
                 timeout: Duration::from_secs(timeout),
             },
         ),
-        Command::Bench { quick, json } => bench::run(
+        Command::Bench { quick, json, only } => bench::run(
             &CourseRepo::discover(&here)?,
-            &bench::Options { quick, json },
+            &bench::Options { quick, json, only },
         ),
         Command::Hint { id, step, level } => {
             hint::run(&CourseRepo::discover(&here)?, id, step.as_deref(), level)

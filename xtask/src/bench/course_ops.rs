@@ -15,7 +15,7 @@ use course::types::{
 use serde_json::Value;
 
 use super::Row;
-use super::stats::{Figure, Unit};
+use super::stats::{Figure, Unit, ms};
 use crate::error::{Error, Result};
 
 /// 1,000,000 events from a producer thread to a consumer, blocking and
@@ -24,11 +24,7 @@ pub fn stream(quick: bool, repeats: usize) -> Result<Vec<Row>> {
     let events: u64 = if quick { 200_000 } else { 1_000_000 };
     eprintln!("bench: stream of {events} events …");
     let throughput = |took: Duration| events as f64 / took.as_secs_f64() / 1e6;
-    let rate = |run: &dyn Fn() -> Duration| {
-        let samples = (0..repeats).map(|_| throughput(run())).collect();
-        Figure::of(samples, Unit::MillionEventsPerSecond)
-    };
-    let mpsc = rate(&|| {
+    let mut mpsc = || {
         let (sender, receiver) = mpsc::channel::<u64>();
         let started = Instant::now();
         let producer = thread::spawn(move || {
@@ -39,17 +35,17 @@ pub fn stream(quick: bool, repeats: usize) -> Result<Vec<Row>> {
         let received = receiver.iter().count();
         producer.join().expect("the producer finishes");
         assert_eq!(received as u64, events);
-        started.elapsed()
-    });
-    let blocking = rate(&|| {
+        throughput(started.elapsed())
+    };
+    let mut blocking = || {
         let (stream, producer) = numbers(events);
         let started = Instant::now();
         let received = stream.iter().count();
         producer.join().expect("the producer finishes");
         assert_eq!(received as u64, events + 1);
-        started.elapsed()
-    });
-    let asynchronous = rate(&|| {
+        throughput(started.elapsed())
+    };
+    let mut asynchronous = || {
         let (stream, producer) = numbers(events);
         let started = Instant::now();
         let received = block_on(async {
@@ -61,8 +57,13 @@ pub fn stream(quick: bool, repeats: usize) -> Result<Vec<Row>> {
         });
         producer.join().expect("the producer finishes");
         assert_eq!(received, events + 1);
-        started.elapsed()
-    });
+        throughput(started.elapsed())
+    };
+    let [mpsc, blocking, asynchronous] = Figure::interleaved(
+        repeats * 2,
+        Unit::MillionEventsPerSecond,
+        [&mut mpsc, &mut blocking, &mut asynchronous],
+    );
     Ok([("blocking", blocking), ("async", asynchronous)]
         .into_iter()
         .map(|(kind, ours)| {
@@ -181,11 +182,13 @@ pub fn replay(quick: bool, repeats: usize) -> Result<Vec<Row>> {
                 }
                 started.elapsed() / rounds as u32
             };
-            let ours = Figure::time(repeats, Unit::Milliseconds, || {
-                per_round(&|| drop(black_box(current_system_prompt(black_box(&transcript)))))
-            });
-            let baseline = Figure::time(repeats, Unit::Milliseconds, || {
-                per_round(&|| {
+            let mut ours = || {
+                ms(per_round(&|| {
+                    drop(black_box(current_system_prompt(black_box(&transcript))))
+                }))
+            };
+            let mut baseline = || {
+                ms(per_round(&|| {
                     // The one-pass limit: visit every message and read each
                     // system patch once, as the replay must, and build nothing.
                     let mut read = 0;
@@ -198,8 +201,10 @@ pub fn replay(quick: bool, repeats: usize) -> Result<Vec<Row>> {
                         }
                     }
                     black_box(read);
-                })
-            });
+                }))
+            };
+            let [ours, baseline] =
+                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
             let ratio = ours.ratio(&baseline);
             Row {
                 workload: "replay",

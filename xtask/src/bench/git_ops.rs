@@ -10,7 +10,7 @@ use git2::{Oid, Repository, Signature, Time};
 use tempfile::TempDir;
 
 use super::Row;
-use super::stats::{Figure, Unit};
+use super::stats::{Figure, Unit, ms};
 use crate::error::{Error, Result};
 
 const MANIFEST: &str = r#"{"id":"01","title":"bench","focusedTest":"course/tests/focused.rs","teachingFiles":["course/src/lib.rs"],"run":["true"]}"#;
@@ -28,19 +28,19 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             eprintln!("bench: practice on {files} files …");
             let fixture = files_repo(files)?;
             let out = tempfile::tempdir().map_err(|error| Error::bad_input(error.to_string()))?;
-            let mut round = 0;
-            let mut next_dir = || {
-                round += 1;
-                out.path().join(format!("lab-{round}"))
+            let round = std::cell::Cell::new(0);
+            let next_dir = || {
+                round.set(round.get() + 1);
+                out.path().join(format!("lab-{}", round.get()))
             };
-            let ours = Figure::time(repeats, Unit::Milliseconds, || {
+            let parent = fixture.parent.to_string();
+            let mut ours = || {
                 let dir = next_dir();
                 let took = timed(xtask(&fixture.root).args(["practice", "01"]).arg(&dir));
                 let _ = fs::remove_dir_all(&dir);
-                took
-            });
-            let parent = fixture.parent.to_string();
-            let baseline = Figure::time(repeats, Unit::Milliseconds, || {
+                ms(took)
+            };
+            let mut baseline = || {
                 let dir = next_dir();
                 let took = timed(
                     Command::new("sh")
@@ -54,8 +54,10 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
                         .arg(&parent),
                 );
                 let _ = fs::remove_dir_all(&dir);
-                took
-            });
+                ms(took)
+            };
+            let [ours, baseline] =
+                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
             let ratio = ours.ratio(&baseline);
             let held = files == 10_000;
             Ok(Row {
@@ -88,11 +90,15 @@ pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
         .map(|&commits| {
             eprintln!("bench: locate in {commits} commits …");
             let fixture = history_repo(commits)?;
-            let ours = Figure::time(repeats, Unit::Milliseconds, || {
-                timed(xtask(&fixture.root).args(["checkpoint", "01", "--json"]))
-            });
-            let baseline = Figure::time(repeats, Unit::Milliseconds, || {
-                timed(
+            let mut ours = || {
+                ms(timed(xtask(&fixture.root).args([
+                    "checkpoint",
+                    "01",
+                    "--json",
+                ])))
+            };
+            let mut baseline = || {
+                ms(timed(
                     Command::new("sh")
                         .args([
                             "-c",
@@ -100,8 +106,10 @@ pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
                         ])
                         .current_dir(&fixture.root)
                         .stdout(Stdio::null()),
-                )
-            });
+                ))
+            };
+            let [ours, baseline] =
+                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
             let ratio = ours.ratio(&baseline);
             let held = commits == 100_000;
             Ok(Row {

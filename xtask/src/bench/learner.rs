@@ -48,10 +48,15 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let cold = |lab: &Lab| -> Result<Figure> {
         let mut samples = Vec::new();
         for round in 0..repeats {
-            eprintln!("bench: cold build {} of {repeats} in {} …", round + 1, lab.path().display());
+            eprintln!(
+                "bench: cold build {} of {repeats} in {} …",
+                round + 1,
+                lab.path().display()
+            );
             let target = lab.path().join("target");
             if target.exists() {
-                fs::remove_dir_all(&target).map_err(error::io("cannot clear the practice target folder"))?;
+                fs::remove_dir_all(&target)
+                    .map_err(error::io("cannot clear the practice target folder"))?;
             }
             samples.push(run(lab)?.as_secs_f64());
         }
@@ -125,8 +130,10 @@ impl Lab {
         let test = "#[test]\nfn round_trips() {\n    let m = course::Message { role: \"user\".into(), timestamp: 1 };\n    \
                     let json = serde_json::to_string(&m).unwrap();\n    \
                     assert_eq!(serde_json::from_str::<course::Message>(&json).unwrap(), m);\n}\n";
-        fs::write(course.join("src/lib.rs"), lib).map_err(error::io("cannot write the bare crate"))?;
-        fs::write(course.join("tests/message_ir.rs"), test).map_err(error::io("cannot write the bare crate"))?;
+        fs::write(course.join("src/lib.rs"), lib)
+            .map_err(error::io("cannot write the bare crate"))?;
+        fs::write(course.join("tests/message_ir.rs"), test)
+            .map_err(error::io("cannot write the bare crate"))?;
         Ok(())
     }
 }

@@ -20,7 +20,14 @@ pub use stats::Figure;
 pub struct Options {
     pub quick: bool,
     pub json: bool,
+    /// Workloads to run; all when empty.
+    pub only: Vec<String>,
 }
+
+/// The workloads, by the names `--only` takes.
+const WORKLOADS: [&str; 7] = [
+    "practice", "locate", "stream", "partial", "replay", "json", "learner",
+];
 
 /// One row of the table.
 #[derive(Debug, Serialize)]
@@ -42,22 +49,37 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
     if cfg!(debug_assertions) {
         return rerun_in_release(repo, options);
     }
-    let repeats = if options.quick { 3 } else { 5 };
+    if let Some(unknown) = options
+        .only
+        .iter()
+        .find(|name| !WORKLOADS.contains(&name.as_str()))
+    {
+        return Err(Error::bad_input(format!(
+            "unknown workload `{unknown}`: choose from {}",
+            WORKLOADS.join(", ")
+        )));
+    }
+    let quick = options.quick;
+    let repeats = if quick { 3 } else { 5 };
     let mut rows = Vec::new();
-    let mut section = |name: &str, result: Result<Vec<Row>>| match result {
-        Ok(new) => rows.extend(new),
-        Err(error) => eprintln!("bench: {name} skipped: {error}"),
-    };
-    section("practice", git_ops::practice(options.quick, repeats));
-    section("locate", git_ops::locate(options.quick, repeats));
-    section("stream", course_ops::stream(options.quick, repeats));
-    section("partial", course_ops::partial(repeats));
-    section("replay", course_ops::replay(options.quick, repeats));
-    section("json", course_ops::json(repeats));
-    section(
-        "learner loop",
-        learner::learner_loop(repo, if options.quick { 1 } else { 3 }),
-    );
+    for name in WORKLOADS {
+        if !options.only.is_empty() && !options.only.iter().any(|only| only == name) {
+            continue;
+        }
+        let result = match name {
+            "practice" => git_ops::practice(quick, repeats),
+            "locate" => git_ops::locate(quick, repeats),
+            "stream" => course_ops::stream(quick, repeats),
+            "partial" => course_ops::partial(repeats),
+            "replay" => course_ops::replay(quick, repeats),
+            "json" => course_ops::json(repeats),
+            _ => learner::learner_loop(repo, if quick { 1 } else { 3 }),
+        };
+        match result {
+            Ok(new) => rows.extend(new),
+            Err(error) => eprintln!("bench: {name} skipped: {error}"),
+        }
+    }
 
     if options.json {
         println!(
@@ -90,6 +112,9 @@ fn rerun_in_release(repo: &CourseRepo, options: &Options) -> Result<()> {
     }
     if options.json {
         command.arg("--json");
+    }
+    if !options.only.is_empty() {
+        command.arg(format!("--only={}", options.only.join(",")));
     }
     let status = command.status().map_err(|error| {
         Error::bad_input(format!("cannot run cargo for the release build: {error}"))

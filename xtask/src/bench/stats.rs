@@ -3,6 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
+/// A duration in milliseconds, the unit of most rows.
+pub fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
 use serde::Serialize;
 
 /// A measured figure: the median of the runs, and the lowest and highest.
@@ -26,18 +31,21 @@ pub enum Unit {
 }
 
 impl Figure {
-    /// Times `run` (which returns its own measured duration) `repeats` times.
-    pub fn time(repeats: usize, unit: Unit, mut run: impl FnMut() -> Duration) -> Figure {
-        let samples: Vec<f64> = (0..repeats.max(1))
-            .map(|_| {
-                let seconds = run().as_secs_f64();
-                match unit {
-                    Unit::Milliseconds => seconds * 1e3,
-                    _ => seconds,
-                }
-            })
-            .collect();
-        Figure::of(samples, unit)
+    /// Runs every workload once per round for `repeats` rounds, alternating,
+    /// so a slow phase of a noisy machine hits all of them alike. Each run
+    /// returns its own sample, already in `unit`.
+    pub fn interleaved<const N: usize>(
+        repeats: usize,
+        unit: Unit,
+        mut runs: [&mut dyn FnMut() -> f64; N],
+    ) -> [Figure; N] {
+        let mut samples: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
+        for _ in 0..repeats.max(1) {
+            for (run, samples) in runs.iter_mut().zip(samples.iter_mut()) {
+                samples.push(run());
+            }
+        }
+        samples.map(|samples| Figure::of(samples, unit))
     }
 
     /// A figure from raw samples already in `unit`.
