@@ -11,9 +11,11 @@ use std::process::{Command, Output};
 use git2::{Oid, Repository, Signature, Time};
 use tempfile::TempDir;
 
-/// A git repository in a temporary folder.
+/// A git repository in `repo/` of a private temporary folder, so a test can
+/// also check that nothing was written beside the repository.
 pub struct Fixture {
     pub dir: TempDir,
+    root: PathBuf,
     pub repo: Repository,
     clock: std::cell::Cell<i64>,
 }
@@ -25,9 +27,11 @@ impl Fixture {
             .prefix("xtask-fixture-")
             .tempdir()
             .unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
+        let root = dir.path().join("repo");
+        let repo = Repository::init(&root).unwrap();
         Fixture {
             dir,
+            root,
             repo,
             clock: std::cell::Cell::new(1_700_000_000),
         }
@@ -65,7 +69,7 @@ impl Fixture {
     }
 
     pub fn root(&self) -> &Path {
-        self.dir.path()
+        &self.root
     }
 
     /// Writes a file of the work tree, creating folders.
