@@ -299,3 +299,17 @@ fn list_shows_every_chapter_and_parses_as_json() {
             .contains("checkpoint.json:1:")
     );
 }
+
+#[test]
+fn a_repository_owned_by_another_user_says_how_to_trust_it() {
+    let fixture = Fixture::course();
+    // Only root can hand a folder to another user; elsewhere there is nothing to test.
+    if std::os::unix::fs::chown(fixture.root(), Some(54_321), None).is_err() {
+        return;
+    }
+    // An empty home, so no global `safe.directory` of this machine interferes.
+    let home = tempfile::tempdir().unwrap();
+    let run = common::xtask_with_env(fixture.root(), &["list"], &[("HOME", home.path())]);
+    std::os::unix::fs::chown(fixture.root(), Some(0), None).unwrap();
+    run.fails_with(2, &["owned by another user", "safe.directory"]);
+}

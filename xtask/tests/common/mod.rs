@@ -272,10 +272,16 @@ impl Run {
 
 /// Runs the xtask binary with `dir` as the current directory.
 pub fn xtask_in(dir: &Path, args: &[&str]) -> Run {
+    xtask_with_env(dir, args, &[])
+}
+
+/// Runs the xtask binary with extra environment variables.
+pub fn xtask_with_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Run {
     let output: Output = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(args)
         .current_dir(dir)
         .env("CARGO_TERM_COLOR", "never")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     Run {
