@@ -5,7 +5,9 @@
 //! survive) and checked before anything is written: an entry that could
 //! escape the folder (`..`, `.`, a `/` inside a name, `.git`) is refused.
 //! Every file and folder is created fresh (`create_new`, `create_dir`), so a
-//! crafted tree can never write through a symlink it planted earlier.
+//! crafted tree can never write through a symlink it planted earlier. Folders
+//! and links are made first; file contents follow, on two threads for large
+//! trees.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -49,8 +51,59 @@ pub fn write_tree(
     skip: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Written> {
     let mut written = Written::default();
-    write_dir(repo, tree, dest, &mut Vec::new(), skip, &mut written)?;
+    let mut files = Vec::new();
+    write_dir(
+        repo,
+        tree,
+        dest,
+        &mut Vec::new(),
+        skip,
+        &mut written,
+        &mut files,
+    )?;
+    written.files = files.len();
+    write_files(repo, files)?;
     Ok(written)
+}
+
+/// A regular file to write once every folder exists.
+struct PendingFile {
+    path: PathBuf,
+    oid: Oid,
+    permissions: u32,
+    shown: String,
+}
+
+/// Below this many files one thread is faster than starting more.
+const PARALLEL_FROM: usize = 256;
+
+/// Writes the files, on two threads for large trees (each with its own
+/// handle on the object database); the first error wins.
+fn write_files(repo: &Repository, files: Vec<PendingFile>) -> Result<()> {
+    let write = |repo: &Repository, files: &[PendingFile]| -> Result<()> {
+        for file in files {
+            let content = read_blob(repo, file.oid, &file.shown)?;
+            write_new_file(&file.path, &content, file.permissions)?;
+        }
+        Ok(())
+    };
+    if files.len() < PARALLEL_FROM {
+        return write(repo, &files);
+    }
+    let (first, second) = files.split_at(files.len() / 2);
+    let git_dir = repo.path().to_path_buf();
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(|| {
+            let repo = Repository::open(&git_dir)
+                .map_err(error::git("cannot open the repository again"))?;
+            write(&repo, second)
+        });
+        let mine = write(repo, first);
+        let theirs = helper
+            .join()
+            .unwrap_or_else(|_| Err(Error::bad_input("a writer thread panicked")));
+        mine.and(theirs)
+    })
 }
 
 fn write_dir(
@@ -60,6 +113,7 @@ fn write_dir(
     prefix: &mut Vec<u8>,
     skip: &dyn Fn(&[u8]) -> bool,
     written: &mut Written,
+    files: &mut Vec<PendingFile>,
 ) -> Result<()> {
     for entry in tree.iter() {
         let name = entry.name_bytes();
@@ -79,7 +133,7 @@ fn write_dir(
                     let subtree = repo
                         .find_tree(entry.id())
                         .map_err(error::git(format!("cannot read tree `{shown}`")))?;
-                    write_dir(repo, &subtree, &path, prefix, skip, written)?;
+                    write_dir(repo, &subtree, &path, prefix, skip, written, files)?;
                 }
                 MODE_GITLINK => {
                     fs::create_dir(&path)
@@ -94,16 +148,16 @@ fn write_dir(
                     )))?;
                     written.symlinks += 1;
                 }
-                mode => {
-                    let content = read_blob(repo, entry.id(), &shown)?;
-                    let permissions = if mode == MODE_EXECUTABLE {
+                mode => files.push(PendingFile {
+                    path,
+                    oid: entry.id(),
+                    permissions: if mode == MODE_EXECUTABLE {
                         0o755
                     } else {
                         0o644
-                    };
-                    write_new_file(&path, &content, permissions)?;
-                    written.files += 1;
-                }
+                    },
+                    shown,
+                }),
             }
         }
         prefix.truncate(len);

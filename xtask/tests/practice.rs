@@ -395,3 +395,40 @@ fn observe_mode_practises_from_the_target() {
         "// chapter 03 answer\n"
     );
 }
+
+#[test]
+fn a_large_tree_is_written_completely_on_two_threads() {
+    let fixture = Fixture::course();
+    for folder in 0..6 {
+        for file in 0..100 {
+            fixture.write(
+                &format!("big/{folder}/{file}.txt"),
+                &format!("{folder}/{file}\n"),
+            );
+        }
+    }
+    fixture.make_executable("big/5/99.txt");
+    fixture.commit("Many files");
+    fixture.write("course/src/lib.rs", "// next\n");
+    fixture.commit("course(07): after many files");
+    fixture.write_manifest("07", &common::manifest("07", "course/src/lib.rs", &[]));
+
+    let run = fixture.xtask(&["practice", "07", "lab"]);
+    run.success();
+    let big = fixture.root().join("lab/big");
+    let written: usize = (0..6)
+        .map(|folder| fs::read_dir(big.join(folder.to_string())).unwrap().count())
+        .sum();
+    assert_eq!(written, 600);
+    for (folder, file) in [(0, 0), (2, 57), (5, 99)] {
+        assert_eq!(
+            read(&big.join(format!("{folder}/{file}.txt"))),
+            format!("{folder}/{file}\n")
+        );
+    }
+    let mode = fs::metadata(big.join("5/99.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111);
+}

@@ -27,7 +27,7 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
         .map(|&files| {
             eprintln!("bench: practice on {files} files …");
             let fixture = files_repo(files)?;
-            let out = tempfile::tempdir().map_err(|error| Error::bad_input(error.to_string()))?;
+            let out = scratch_dir("xtask-bench-out-")?;
             let round = std::cell::Cell::new(0);
             let next_dir = || {
                 round.set(round.get() + 1);
@@ -164,11 +164,26 @@ fn git_error(error: git2::Error) -> Error {
     ))
 }
 
+/// A temporary folder in memory (`/dev/shm`) where there is one: the VM's
+/// disk write-back stalls would otherwise drown the comparison in noise.
+/// Both sides of every row use the same kind of folder.
+fn scratch_dir(prefix: &str) -> Result<TempDir> {
+    let memory = Path::new("/dev/shm");
+    let builder = || {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(prefix);
+        builder
+    };
+    let dir = if memory.is_dir() {
+        builder().tempdir_in(memory)
+    } else {
+        builder().tempdir()
+    };
+    dir.map_err(|error| Error::bad_input(format!("cannot create a bench folder: {error}")))
+}
+
 fn new_repo() -> Result<(TempDir, Repository)> {
-    let dir = tempfile::Builder::new()
-        .prefix("xtask-bench-")
-        .tempdir()
-        .map_err(|error| Error::bad_input(error.to_string()))?;
+    let dir = scratch_dir("xtask-bench-")?;
     let repo = Repository::init(dir.path()).map_err(git_error)?;
     let chapter = dir.path().join("checkpoints/01");
     fs::create_dir_all(&chapter).map_err(|error| Error::bad_input(error.to_string()))?;
