@@ -24,54 +24,35 @@ fn check_follows_the_learner_from_red_to_green() {
 
     let red = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(red.code, 1, "{}{}", red.stdout, red.stderr);
-    assert!(red.stdout.contains("✗ does not compile"), "{}", red.stdout);
-    assert!(red.stdout.contains("unresolved import"), "{}", red.stdout);
-    assert!(
-        red.stdout.contains("at course/tests/focused.rs:1:"),
-        "{}",
-        red.stdout
-    );
-    assert!(
-        red.stdout.contains("→ belongs to course/src/lib.rs"),
-        "{}",
-        red.stdout
-    );
-    assert!(red.stdout.contains("1.1 adds 0/1"), "{}", red.stdout);
+    red.prints(&[
+        "✗ does not compile",
+        "unresolved import",
+        "at course/tests/focused.rs:1:",
+        "→ belongs to course/src/lib.rs",
+        "1.1 adds 0/1",
+    ]);
     assert!(
         !red.stdout.contains("Compiling"),
         "no raw cargo noise without --verbose"
     );
 
-    // Half done: `add` works, `double` is wrong.
+    // Half done: `add` works, `double` is wrong; the assertion's sides show.
     lab_with(&fixture, Some(&ANSWER.replace("x * 2", "x + 2")));
     let partial = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(partial.code, 1);
-    assert!(partial.stdout.contains("✓ compiles"), "{}", partial.stdout);
-    assert!(
-        partial.stdout.contains("1.1 adds 1/1 ✓"),
-        "{}",
-        partial.stdout
-    );
-    assert!(
-        partial.stdout.contains("First failing test: doubles"),
-        "{}",
-        partial.stdout
-    );
-    assert!(
-        partial.stdout.contains("left: 6"),
-        "the assertion's sides: {}",
-        partial.stdout
-    );
-    assert!(partial.stdout.contains("right: 8"), "{}", partial.stdout);
+    partial.prints(&[
+        "✓ compiles",
+        "1.1 adds 1/1 ✓",
+        "First failing test: doubles",
+        "left: 6",
+        "right: 8",
+    ]);
 
     lab_with(&fixture, Some(ANSWER));
-    let green = fixture.xtask(&["check", "01", "lab"]);
-    green.success();
-    assert!(
-        green.stdout.contains("All 2 focused tests pass"),
-        "{}",
-        green.stdout
-    );
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["All 2 focused tests pass"]);
 
     let verbose = fixture.xtask(&["check", "01", "lab", "--verbose"]);
     assert!(

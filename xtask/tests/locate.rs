@@ -12,18 +12,8 @@ fn checkpoint_prints_parent_target_files_and_commands() {
     let run = fixture.xtask(&["checkpoint", "03"]);
     run.success();
     let json = fixture.xtask(&["checkpoint", "3", "--json"]).json();
-    let target = fixture
-        .repo
-        .revparse_single("HEAD~1")
-        .unwrap()
-        .id()
-        .to_string();
-    let parent = fixture
-        .repo
-        .revparse_single("HEAD~2")
-        .unwrap()
-        .id()
-        .to_string();
+    let target = fixture.rev("HEAD~1").to_string();
+    let parent = fixture.rev("HEAD~2").to_string();
     assert_eq!(json["target"]["id"], target);
     assert_eq!(json["parent"]["id"], parent);
     assert_eq!(json["target"]["short"], &target[..7]);
@@ -80,7 +70,7 @@ fn checkpoint_prints_parent_target_files_and_commands() {
 #[test]
 fn the_newest_re_cut_wins() {
     let fixture = Fixture::course();
-    let first_cut = fixture.repo.revparse_single("HEAD~1").unwrap().id();
+    let first_cut = fixture.rev("HEAD~1");
     // Re-cut: the previous chapter's state, then the layer again.
     fixture.write("course/src/lib.rs", "pub mod stream;\n");
     fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
@@ -212,7 +202,7 @@ fn a_missing_checkpoint_commit_says_how_to_cut_it() {
 #[test]
 fn a_shallow_clone_explains_the_missing_parent() {
     let fixture = Fixture::course();
-    let target = fixture.repo.revparse_single("HEAD~1").unwrap().id();
+    let target = fixture.rev("HEAD~1");
     fixture.make_shallow(&[target]);
     fixture
         .xtask(&["checkpoint", "03"])

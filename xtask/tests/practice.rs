@@ -39,18 +39,8 @@ fn the_folder_holds_the_parent_tree_the_focused_test_and_the_guide() {
     assert!(!lab.join("checkpoints").exists());
 
     let guide = read(&lab.join("LEARNING.md"));
-    let target = fixture
-        .repo
-        .revparse_single("HEAD~1")
-        .unwrap()
-        .id()
-        .to_string();
-    let parent = fixture
-        .repo
-        .revparse_single("HEAD~2")
-        .unwrap()
-        .id()
-        .to_string();
+    let target = fixture.rev("HEAD~1").to_string();
+    let parent = fixture.rev("HEAD~2").to_string();
     assert!(guide.starts_with("> 第 03 章 · 第 03 章\n"), "{guide}");
     for needle in [
         &target[..7],

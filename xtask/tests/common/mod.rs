@@ -160,6 +160,11 @@ impl Fixture {
             .unwrap();
     }
 
+    /// The commit `spec` (e.g. `HEAD~1`) names.
+    pub fn rev(&self, spec: &str) -> Oid {
+        self.repo.revparse_single(spec).unwrap().id()
+    }
+
     pub fn head(&self) -> Oid {
         self.repo.head().unwrap().peel_to_commit().unwrap().id()
     }
@@ -259,6 +264,18 @@ impl Run {
                 self.stderr.contains(needle),
                 "stderr lacks {needle:?}:\n{}",
                 self.stderr
+            );
+        }
+        self
+    }
+
+    /// Asserts that stdout mentions every one of `needles`.
+    pub fn prints(&self, needles: &[&str]) -> &Self {
+        for needle in needles {
+            assert!(
+                self.stdout.contains(needle),
+                "stdout lacks {needle:?}:\n{}",
+                self.stdout
             );
         }
         self
