@@ -27,6 +27,10 @@
 //!   finished, the stream ends with [`StreamError::ProducerDropped`]: queued
 //!   events are still delivered, then iteration stops and `result()` returns
 //!   the error. A sender that vanished never looks like a clean finish.
+//!
+//! Chapter 03 gives the two type parameters their meaning:
+//! [`AssistantMessageEventStream`] carries [`ModelEvent`]s and resolves the
+//! final [`AssistantMessage`].
 
 use std::collections::VecDeque;
 use std::error::Error;
@@ -38,6 +42,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::thread;
+
+use crate::types::{AssistantMessage, ModelEvent, ModelStream};
 
 /// How long a consumer that found nothing looks again before it sleeps:
 /// busy spins, then the last 8 rounds yield; a few microseconds in all.
@@ -608,3 +614,65 @@ impl<V> fmt::Display for Refused<V> {
 }
 
 impl<V: fmt::Debug> Error for Refused<V> {}
+
+/// The stream of one model call: `done` and `error` are terminal, and the
+/// result is the assistant message the terminal event carries.
+///
+/// It derefs to the [`EventStream`] it specialises, so `push`, `next`,
+/// `result` and iteration work as in chapter 02.
+pub struct AssistantMessageEventStream(EventStream<ModelEvent, AssistantMessage>);
+
+impl AssistantMessageEventStream {
+    /// An empty stream, waiting for its first event.
+    pub fn new() -> Self {
+        AssistantMessageEventStream(EventStream::new(
+            |event| matches!(event, ModelEvent::Done { .. } | ModelEvent::Error { .. }),
+            |event| match event {
+                ModelEvent::Done { message, .. } => message.clone(),
+                ModelEvent::Error { error, .. } => error.clone(),
+                _ => unreachable!("only a terminal event carries the final message"),
+            },
+        ))
+    }
+}
+
+impl Default for AssistantMessageEventStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deref for AssistantMessageEventStream {
+    type Target = EventStream<ModelEvent, AssistantMessage>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a AssistantMessageEventStream {
+    type Item = ModelEvent;
+    type IntoIter = Iter<'a, ModelEvent, AssistantMessage>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl fmt::Debug for AssistantMessageEventStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AssistantMessageEventStream")
+            .field(&self.0)
+            .finish()
+    }
+}
+
+impl ModelStream for AssistantMessageEventStream {
+    fn poll_event(&self, cx: &mut Context<'_>) -> Poll<Option<ModelEvent>> {
+        self.0.poll_next(cx)
+    }
+
+    fn poll_message(&self, cx: &mut Context<'_>) -> Poll<Result<AssistantMessage, StreamError>> {
+        self.0.poll_result(cx)
+    }
+}
