@@ -57,7 +57,6 @@ impl Invocation<'_> {
             .args(self.extra)
             .current_dir(self.dir)
             .env("CARGO_TERM_COLOR", "never")
-            .env_remove("RUSTFLAGS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
