@@ -205,16 +205,13 @@ pub fn replay(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             };
             let [ours, baseline] =
                 Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
-            let ratio = ours.ratio(&baseline);
-            Row {
-                workload: "replay",
-                size: format!("{count} messages"),
+            Row::timed_against(
+                "replay",
+                format!("{count} messages"),
                 ours,
-                baseline: Some(baseline),
-                ratio: Some(ratio),
-                target: "≤ 2× a bare loop".into(),
-                met: Some(ratio <= 2.0),
-            }
+                baseline,
+                Some((2.0, "≤ 2× a bare loop")),
+            )
         })
         .collect())
 }

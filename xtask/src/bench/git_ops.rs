@@ -58,21 +58,14 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             };
             let [ours, baseline] =
                 Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
-            let ratio = ours.ratio(&baseline);
-            let held = files == 10_000;
-            Ok(Row {
-                workload: "practice",
-                size: format!("{files} files"),
+            let held = (files == 10_000).then_some((1.0, "≤ 1.0× git archive | tar"));
+            Ok(Row::timed_against(
+                "practice",
+                format!("{files} files"),
                 ours,
-                baseline: Some(baseline),
-                ratio: Some(ratio),
-                target: if held {
-                    "≤ 1.0× git archive | tar".into()
-                } else {
-                    "(reported)".into()
-                },
-                met: held.then_some(ratio <= 1.0),
-            })
+                baseline,
+                held,
+            ))
         })
         .collect()
 }
@@ -110,21 +103,14 @@ pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             };
             let [ours, baseline] =
                 Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
-            let ratio = ours.ratio(&baseline);
-            let held = commits == 100_000;
-            Ok(Row {
-                workload: "locate",
-                size: format!("{commits} commits"),
+            let held = (commits == 100_000).then_some((1.0, "≤ 1.0× git log | grep"));
+            Ok(Row::timed_against(
+                "locate",
+                format!("{commits} commits"),
                 ours,
-                baseline: Some(baseline),
-                ratio: Some(ratio),
-                target: if held {
-                    "≤ 1.0× git log | grep".into()
-                } else {
-                    "(reported)".into()
-                },
-                met: held.then_some(ratio <= 1.0),
-            })
+                baseline,
+                held,
+            ))
         })
         .collect()
 }

@@ -44,6 +44,32 @@ pub struct Row {
     pub met: Option<bool>,
 }
 
+impl Row {
+    /// A row timed against a baseline, held to `ours / baseline ≤ limit`
+    /// when `limit` is given (it is described by `target`), else reported.
+    fn timed_against(
+        workload: &'static str,
+        size: String,
+        ours: Figure,
+        baseline: Figure,
+        limit: Option<(f64, &str)>,
+    ) -> Row {
+        let ratio = ours.ratio(&baseline);
+        Row {
+            workload,
+            size,
+            ours,
+            baseline: Some(baseline),
+            ratio: Some(ratio),
+            target: limit.map_or_else(
+                || "(reported)".to_string(),
+                |(_, target)| target.to_string(),
+            ),
+            met: limit.map(|(limit, _)| ratio <= limit),
+        }
+    }
+}
+
 /// Runs the command. A debug build re-runs itself in release first.
 pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
     if cfg!(debug_assertions) {
