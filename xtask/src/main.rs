@@ -17,6 +17,7 @@ mod runner;
 mod tree;
 mod verify;
 mod watch;
+mod worlds;
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use git2::Oid;
 
+use crate::worlds;
 use crate::error::{self, Error, Result};
 use crate::locate::{self, Checkpoint, CommitInfo};
 use crate::manifest::{self, ChapterFolder, ChapterId, Manifest, Mode};
@@ -113,7 +114,7 @@ pub fn build(
 ) -> Result<Written> {
     let git = &repo.git;
     let base_tree = tree_of(repo, base_commit(manifest, checkpoint).oid)?;
-    let written = tree::write_tree(git, &base_tree, dest, &tree::is_authoring)?;
+    let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
 
     let target_tree = tree_of(repo, checkpoint.target.oid)?;
     let focused = manifest.focused_test.as_str();

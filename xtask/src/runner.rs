@@ -15,6 +15,8 @@ pub struct Captured {
     pub success: bool,
     /// stderr (cargo's compiler messages) followed by stdout (the test report).
     pub output: String,
+    /// stdout alone, for commands that print data.
+    pub stdout: String,
     pub timed_out: bool,
 }
 
@@ -90,11 +92,13 @@ impl Invocation<'_> {
             }
             thread::sleep(Duration::from_millis(20));
         };
+        let stdout = stdout.join().unwrap_or_default();
         let mut output = stderr.join().unwrap_or_default();
-        output.push_str(&stdout.join().unwrap_or_default());
+        output.push_str(&stdout);
         Ok(Captured {
             success: status.success() && !timed_out,
             output,
+            stdout,
             timed_out,
         })
     }

@@ -269,8 +269,3 @@ fn list_dir(
     }
     Ok(())
 }
-
-/// True for the top-level `checkpoints/` authoring folder and everything in it.
-pub fn is_authoring(path: &[u8]) -> bool {
-    path == b"checkpoints" || path.starts_with(b"checkpoints/")
-}

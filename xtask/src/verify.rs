@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use git2::{ObjectType, Oid};
 use serde::Serialize;
 
+use crate::worlds;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
@@ -391,7 +392,7 @@ impl Verifier<'_> {
         if fresh || !dir.exists() {
             let dir = self.fresh_dir(chapter, "target-tree")?;
             let tree = practice::tree_of(self.repo, chapter.checkpoint.target.oid)?;
-            tree::write_tree(&self.repo.git, &tree, &dir, &tree::is_authoring)?;
+            tree::write_tree(&self.repo.git, &tree, &dir, &worlds::is_tooling)?;
         }
         Ok(dir)
     }
@@ -469,7 +470,7 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
     let base = practice::base_commit(manifest, &chapter.checkpoint);
     let base_tree = practice::tree_of(repo, base.oid)?;
     let target_tree = practice::tree_of(repo, chapter.checkpoint.target.oid)?;
-    let mut expected = tree::list_tree(git, &base_tree, &tree::is_authoring)?;
+    let mut expected = tree::list_tree(git, &base_tree, &worlds::is_tooling)?;
     let focused = PathBuf::from(manifest.focused_test.as_str());
     let focused_blob = tree::list_tree(git, &target_tree, &|_| false)?.remove(&focused);
     let guide = practice::guide_with_header(manifest, &chapter.checkpoint, &chapter.guide);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::Row;
 use super::stats::{Figure, Unit};
+use crate::worlds;
 use crate::error::{self, Error, Result};
 use crate::locate;
 use crate::manifest::{self, ChapterId};
@@ -78,7 +79,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let edit = Figure::of(edits, Unit::Seconds);
     Ok(vec![
         Row {
-            workload: "learner cold build",
+            workload: "learner cold build".into(),
             size: "cargo test --test message_ir".into(),
             met: Some(cold_finished.median <= 8.0),
             ratio: Some(cold_finished.ratio(&cold_bare)),
@@ -87,7 +88,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             target: "≤ 8 s (baseline: one serde struct)".into(),
         },
         Row {
-            workload: "learner edit → result",
+            workload: "learner edit → result".into(),
             size: "touch types.rs".into(),
             met: Some(edit.median <= 1.0),
             ours: edit,
@@ -108,7 +109,7 @@ impl Lab {
             .tempdir()
             .map_err(error::io("cannot create a temporary folder"))?;
         let tree = practice::tree_of(repo, checkpoint.target.oid)?;
-        tree::write_tree(&repo.git, &tree, folder.path(), &tree::is_authoring)?;
+        tree::write_tree(&repo.git, &tree, folder.path(), &worlds::is_tooling)?;
         Ok(Lab(folder))
     }
 

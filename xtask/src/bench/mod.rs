@@ -2,14 +2,14 @@
 //! by side with the baseline a user would pick instead. Figures are printed,
 //! never asserted; each is the median of repeated runs with its spread.
 
-mod course_ops;
+mod course_rows;
 mod git_ops;
 mod learner;
 mod stats;
 
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::repo::CourseRepo;
@@ -30,9 +30,9 @@ const WORKLOADS: [&str; 7] = [
 ];
 
 /// One row of the table.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Row {
-    pub workload: &'static str,
+    pub workload: String,
     pub size: String,
     pub ours: Figure,
     /// What a user would use instead; `None` when there is nothing to compare.
@@ -48,7 +48,7 @@ impl Row {
     /// A row timed against a baseline, held to `ours / baseline ≤ limit`
     /// when `limit` is given (it is described by `target`), else reported.
     fn timed_against(
-        workload: &'static str,
+        workload: &str,
         size: String,
         ours: Figure,
         baseline: Figure,
@@ -56,7 +56,7 @@ impl Row {
     ) -> Row {
         let ratio = ours.ratio(&baseline);
         Row {
-            workload,
+            workload: workload.to_string(),
             size,
             ours,
             baseline: Some(baseline),
@@ -95,10 +95,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
         let result = match name {
             "practice" => git_ops::practice(quick, repeats),
             "locate" => git_ops::locate(quick, repeats),
-            "stream" => course_ops::stream(quick, repeats),
-            "partial" => course_ops::partial(repeats),
-            "replay" => course_ops::replay(quick, repeats),
-            "json" => course_ops::json(repeats),
+            "stream" | "partial" | "replay" | "json" => course_rows::run(repo, name, quick),
             _ => learner::learner_loop(repo, if quick { 1 } else { 3 }),
         };
         match result {
@@ -127,8 +124,8 @@ fn rerun_in_release(repo: &CourseRepo, options: &Options) -> Result<()> {
             "run",
             "--quiet",
             "--release",
-            "--package",
-            "xtask",
+            "--manifest-path",
+            "xtask/Cargo.toml",
             "--",
             "bench",
         ])

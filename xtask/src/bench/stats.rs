@@ -8,10 +8,10 @@ pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A measured figure: the median of the runs, and the lowest and highest.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Figure {
     pub median: f64,
     pub low: f64,
@@ -20,7 +20,7 @@ pub struct Figure {
 }
 
 /// How a figure reads; time-like units are better when lower.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     Milliseconds,

@@ -1,0 +1,36 @@
+//! The two worlds of a course repository (SPEC §2), declared once.
+//!
+//! * **The learner's world**: the workspace files and the course crate —
+//!   everything a practice folder holds, and all it holds.
+//! * **The tooling**: the paths below. They never reach a practice folder,
+//!   and `recut` takes them from HEAD for every commit it makes.
+
+/// Top-level paths that belong to the tooling. `README.md` is here because it
+/// documents the tooling and every chapter's API at once.
+pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", "checkpoints", "README.md"];
+
+/// True when the repository path `path` (`/`-separated bytes) is tooling.
+pub fn is_tooling(path: &[u8]) -> bool {
+    let top = path.split(|&byte| byte == b'/').next().unwrap_or_default();
+    TOOLING.iter().any(|tooling| tooling.as_bytes() == top)
+}
+
+/// True when `path` belongs to the learner's world.
+pub fn is_learner(path: &[u8]) -> bool {
+    !is_tooling(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tooling_is_recognised_by_its_top_level_name_only() {
+        for tooling in ["xtask", "xtask/src/main.rs", ".cargo/config.toml", ".ci/run", "checkpoints/03/LEARNING.md", "README.md"] {
+            assert!(is_tooling(tooling.as_bytes()), "{tooling}");
+        }
+        for learner in ["Cargo.toml", "Cargo.lock", ".gitignore", "course/src/lib.rs", "course/xtask/x.rs", "xtasks", "course/README.md"] {
+            assert!(is_learner(learner.as_bytes()), "{learner}");
+        }
+    }
+}
