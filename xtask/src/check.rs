@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::chapter;
 use crate::error::{Error, Result};
 use crate::libtest::{self, CompileError, Failure, Report};
-use crate::manifest::{self, ChapterId, Manifest, RepoPath};
+use crate::manifest::{ChapterId, Manifest, RepoPath};
 use crate::practice::display_path;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
@@ -66,7 +67,7 @@ struct StepStatus {
 /// `--watch` it reports again after every edit until interrupted (Ctrl-C
 /// ends it; nothing is left behind).
 pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
-    let manifest = manifest::chapter(&repo.checkpoints_dir(), options.id)?.load()?;
+    let manifest = chapter::find(&repo.checkpoints_dir(), options.id)?.load()?;
     let dir = &options.dir;
     if !dir.is_dir() {
         return Err(Error::bad_input(format!(

@@ -3,10 +3,10 @@
 use git2::{Delta, DiffOptions};
 use serde::Serialize;
 
+use crate::chapter;
 use crate::error::{self, Result};
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{self, ChapterId, Manifest, Mode};
-use crate::practice;
+use crate::manifest::{ChapterId, Manifest, Mode};
 use crate::repo::CourseRepo;
 
 /// The `--json` shape of `checkpoint NN`.
@@ -39,7 +39,7 @@ struct Commands {
 
 /// Runs the command.
 pub fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
-    let manifest = manifest::chapter(&repo.checkpoints_dir(), id)?.load()?;
+    let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
     let files = changed_files(repo, &checkpoint)?;
     let report = Report {
@@ -76,8 +76,8 @@ fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {
 
 /// The files that differ between parent and target.
 fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<ChangedFile>> {
-    let old = practice::tree_of(repo, checkpoint.parent.oid)?;
-    let new = practice::tree_of(repo, checkpoint.target.oid)?;
+    let old = repo.tree_of(checkpoint.parent.oid)?;
+    let new = repo.tree_of(checkpoint.target.oid)?;
     let diff = repo
         .git
         .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut DiffOptions::new()))

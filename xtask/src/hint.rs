@@ -17,8 +17,9 @@
 use std::fs;
 use std::path::Path;
 
+use crate::chapter;
 use crate::error::{Error, Result};
-use crate::manifest::{self, ChapterId};
+use crate::manifest::ChapterId;
 use crate::repo::CourseRepo;
 
 /// The rung names, level 1 to 4.
@@ -39,8 +40,8 @@ pub struct StepHints {
 
 /// Runs the command.
 pub fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Result<()> {
-    let chapter = manifest::chapter(&repo.checkpoints_dir(), id)?;
-    let path = chapter.dir.join("hints.md");
+    let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
+    let path = chapter.hints_path();
     let hints = load(&path)?;
     let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
     let chosen = match step {
@@ -183,9 +184,9 @@ mod tests {
     #[test]
     fn every_step_of_the_course_has_four_levels() {
         let checkpoints = Path::new(env!("CARGO_MANIFEST_DIR")).join("../checkpoints");
-        for chapter in crate::manifest::chapters(&checkpoints).unwrap() {
+        for chapter in crate::chapter::all(&checkpoints).unwrap() {
             let manifest = chapter.load().unwrap();
-            let hints = load(&chapter.dir.join("hints.md")).unwrap();
+            let hints = load(&chapter.hints_path()).unwrap();
             for step in &manifest.steps {
                 let found = hints.iter().find(|hints| hints.step == step.id);
                 assert!(

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
+use crate::chapter;
 use crate::error::Result;
 use crate::locate::{self, CommitInfo};
-use crate::manifest;
 use crate::repo::CourseRepo;
 
 /// One row of `list --json`.
@@ -21,7 +21,7 @@ struct Row {
 
 /// Runs the command. A chapter that does not locate is reported, not fatal.
 pub fn run(repo: &CourseRepo, json: bool) -> Result<()> {
-    let rows: Vec<Row> = manifest::chapters(&repo.checkpoints_dir())?
+    let rows: Vec<Row> = chapter::all(&repo.checkpoints_dir())?
         .into_iter()
         .map(|chapter| {
             let title = chapter.load().map(|manifest| manifest.title);

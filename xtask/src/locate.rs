@@ -11,13 +11,24 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use crate::error::{self, Error, Result};
-use crate::manifest::ChapterId;
+use crate::manifest::{ChapterId, Mode};
 
 /// A chapter's two commits.
 #[derive(Debug, Clone, Serialize)]
 pub struct Checkpoint {
     pub parent: CommitInfo,
     pub target: CommitInfo,
+}
+
+impl Checkpoint {
+    /// The commit a practice folder starts from: the parent when rebuilding,
+    /// the target when observing.
+    pub fn base(&self, mode: Mode) -> &CommitInfo {
+        match mode {
+            Mode::Rebuild => &self.parent,
+            Mode::Observe => &self.target,
+        }
+    }
 }
 
 /// One commit, as the tool prints it.

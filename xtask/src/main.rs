@@ -2,6 +2,7 @@
 //! every flag is declared in [`cli`].
 
 mod bench;
+mod chapter;
 mod check;
 mod checkpoint;
 mod cli;

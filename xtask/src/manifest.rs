@@ -1,13 +1,12 @@
 //! `checkpoints/NN/checkpoint.json`: what a chapter is and how to prove it.
 
 use std::fmt;
-use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A chapter number, always shown with two digits (`3` and `03` are both `03`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -144,98 +143,6 @@ impl<'de> Deserialize<'de> for RepoPath {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         RepoPath::try_from(String::deserialize(deserializer)?).map_err(serde::de::Error::custom)
     }
-}
-
-/// A chapter folder under `checkpoints/` and its manifest file.
-pub struct ChapterFolder {
-    pub id: ChapterId,
-    pub dir: PathBuf,
-}
-
-impl ChapterFolder {
-    /// The manifest path, for messages.
-    pub fn manifest_path(&self) -> PathBuf {
-        self.dir.join("checkpoint.json")
-    }
-
-    /// The learner's guide of this chapter.
-    pub fn learning_path(&self) -> PathBuf {
-        self.dir.join("LEARNING.md")
-    }
-
-    /// Reads and checks the manifest. Errors give the file, line and column.
-    pub fn load(&self) -> Result<Manifest> {
-        let path = self.manifest_path();
-        let text = fs::read_to_string(&path).map_err(|error| {
-            Error::bad_input(format!("cannot read {}: {error}", path.display()))
-        })?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|error| {
-            Error::bad_input(format!(
-                "{}:{}:{}: malformed manifest: {error}; fix it (fields are listed in README.md)",
-                path.display(),
-                error.line(),
-                error.column()
-            ))
-        })?;
-        if manifest.id != self.id.to_string() {
-            return Err(Error::bad_input(format!(
-                "{}: `id` is \"{}\" but the folder is checkpoints/{}: make them agree",
-                path.display(),
-                manifest.id,
-                self.id
-            )));
-        }
-        if manifest.run.is_empty() {
-            return Err(Error::bad_input(format!(
-                "{}: `run` is empty: give the command that runs the focused test",
-                path.display()
-            )));
-        }
-        Ok(manifest)
-    }
-}
-
-/// Every chapter folder under `checkpoints_dir`, in order.
-pub fn chapters(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
-    let entries = match fs::read_dir(checkpoints_dir) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: {error}",
-                checkpoints_dir.display()
-            )));
-        }
-    };
-    let mut chapters: Vec<ChapterFolder> = entries
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.path().join("checkpoint.json").is_file())
-        .filter_map(|entry| {
-            let id = entry.file_name().to_str()?.parse().ok()?;
-            Some(ChapterFolder {
-                id,
-                dir: entry.path(),
-            })
-        })
-        .collect();
-    chapters.sort_by_key(|chapter| chapter.id);
-    Ok(chapters)
-}
-
-/// The folder of chapter `id`, or a bad-input error listing the chapters that exist.
-pub fn chapter(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
-    let all = chapters(checkpoints_dir)?;
-    let known: Vec<String> = all.iter().map(|chapter| chapter.id.to_string()).collect();
-    all.into_iter()
-        .find(|chapter| chapter.id == id)
-        .ok_or_else(|| {
-            let existing = if known.is_empty() {
-                format!("{} holds no chapter folders", checkpoints_dir.display())
-            } else {
-                format!("chapters that exist: {}", known.join(", "))
-            };
-            Error::bad_input(format!("unknown chapter {id}: {existing}"))
-        })
 }
 
 #[cfg(test)]

@@ -5,21 +5,17 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 
-use git2::Oid;
-
-use crate::worlds;
+use crate::chapter::{self, ChapterFolder};
 use crate::error::{self, Error, Result};
-use crate::locate::{self, Checkpoint, CommitInfo};
-use crate::manifest::{self, ChapterFolder, ChapterId, Manifest, Mode};
+use crate::locate::{self, Checkpoint};
+use crate::manifest::{ChapterId, Manifest};
 use crate::repo::CourseRepo;
 use crate::tree::{self, Written};
-
-/// The guide's file name inside a practice folder.
-pub const LEARNING_FILE: &str = "LEARNING.md";
+use crate::worlds;
 
 /// Runs the command: creates `dir` and prints the next steps.
 pub fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
-    let chapter = manifest::chapter(&repo.checkpoints_dir(), id)?;
+    let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
     let manifest = chapter.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
     let dir =
@@ -83,10 +79,10 @@ fn create(
             "cannot create a temporary folder in {}",
             parent.display()
         )))?;
-    let guide = fs::read_to_string(chapter.learning_path()).map_err(|error| {
+    let guide = fs::read_to_string(chapter.guide_path()).map_err(|error| {
         Error::bad_input(format!(
             "cannot read {}: {error}; every chapter folder needs its learner's guide",
-            chapter.learning_path().display()
+            chapter.guide_path().display()
         ))
     })?;
     let written = build(repo, manifest, checkpoint, &guide, staging.path())?;
@@ -113,10 +109,10 @@ pub fn build(
     dest: &Path,
 ) -> Result<Written> {
     let git = &repo.git;
-    let base_tree = tree_of(repo, base_commit(manifest, checkpoint).oid)?;
+    let base_tree = repo.tree_of(checkpoint.base(manifest.mode).oid)?;
     let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
 
-    let target_tree = tree_of(repo, checkpoint.target.oid)?;
+    let target_tree = repo.tree_of(checkpoint.target.oid)?;
     let focused = manifest.focused_test.as_str();
     let test = tree::file_at(git, &target_tree, focused)?.ok_or_else(|| {
         Error::bad_input(format!(
@@ -132,30 +128,14 @@ pub fn build(
     }
     tree::write_new_file(&test_path, &test, 0o644)?;
 
-    let guide_path = dest.join(LEARNING_FILE);
+    let guide_path = dest.join(chapter::GUIDE_FILE);
     remove_if_present(&guide_path)?;
     tree::write_new_file(
         &guide_path,
-        guide_with_header(manifest, checkpoint, guide).as_bytes(),
+        chapter::guide_with_header(manifest, checkpoint, guide).as_bytes(),
         0o644,
     )?;
     Ok(written)
-}
-
-/// The commit a practice folder starts from: the parent when rebuilding.
-pub fn base_commit<'a>(manifest: &Manifest, checkpoint: &'a Checkpoint) -> &'a CommitInfo {
-    match manifest.mode {
-        Mode::Rebuild => &checkpoint.parent,
-        Mode::Observe => &checkpoint.target,
-    }
-}
-
-/// The tree of `commit`.
-pub fn tree_of(repo: &CourseRepo, commit: Oid) -> Result<git2::Tree<'_>> {
-    repo.git
-        .find_commit(commit)
-        .and_then(|commit| commit.tree())
-        .map_err(error::git(format!("cannot read the tree of {commit}")))
 }
 
 fn remove_if_present(path: &Path) -> Result<()> {
@@ -169,23 +149,6 @@ fn remove_if_present(path: &Path) -> Result<()> {
         }
         Err(_) => Ok(()),
     }
-}
-
-/// The guide with a header naming the chapter, its commits and focused test.
-pub fn guide_with_header(manifest: &Manifest, checkpoint: &Checkpoint, guide: &str) -> String {
-    format!(
-        "> 第 {id} 章 · {title}\n\
-         > 起点 parent: `{parent}` {parent_subject}\n\
-         > 终点 target: `{target}` {target_subject}\n\
-         > 聚焦测试: `{test}`\n\n{guide}",
-        id = manifest.id,
-        title = manifest.title,
-        parent = checkpoint.parent.short,
-        parent_subject = checkpoint.parent.subject,
-        target = checkpoint.target.short,
-        target_subject = checkpoint.target.subject,
-        test = manifest.focused_test,
-    )
 }
 
 /// Adds `dir` to `.git/info/exclude` when it lies inside the work tree, so
@@ -232,7 +195,7 @@ fn print_next_steps(
     written: &Written,
     excluded: Option<&str>,
 ) {
-    let base = base_commit(manifest, checkpoint);
+    let base = checkpoint.base(manifest.mode);
     println!(
         "Practice folder for chapter {} ({}) is ready: {}",
         manifest.id,
@@ -256,7 +219,7 @@ fn print_next_steps(
     let shown = display_path(dir);
     println!();
     println!("Next steps:");
-    println!("  1. Read {shown}/{LEARNING_FILE}.");
+    println!("  1. Read {shown}/{}.", chapter::GUIDE_FILE);
     println!("  2. Predict the first result, then run the focused test:");
     println!("       cd {shown} && {}", manifest.run.join(" "));
     println!("  3. From the course repository, keep a report running while you edit:");

@@ -2,9 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{ErrorCode, Repository};
+use git2::{ErrorCode, Oid, Repository, Tree};
 
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
+
+/// The folder of the chapter folders, at the repository root.
+pub const CHECKPOINTS_DIR: &str = "checkpoints";
 
 /// The course repository and its work tree.
 pub struct CourseRepo {
@@ -54,6 +57,14 @@ impl CourseRepo {
 
     /// The folder holding one subfolder per chapter.
     pub fn checkpoints_dir(&self) -> PathBuf {
-        self.root.join("checkpoints")
+        self.root.join(CHECKPOINTS_DIR)
+    }
+
+    /// The tree of `commit`.
+    pub fn tree_of(&self, commit: Oid) -> Result<Tree<'_>> {
+        self.git
+            .find_commit(commit)
+            .and_then(|commit| commit.tree())
+            .map_err(error::git(format!("cannot read the tree of {commit}")))
     }
 }

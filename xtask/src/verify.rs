@@ -18,15 +18,16 @@ use std::time::{Duration, Instant};
 use git2::{ObjectType, Oid};
 use serde::Serialize;
 
-use crate::worlds;
+use crate::chapter::{self, ChapterFolder};
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{self, ChapterFolder, ChapterId, Manifest};
+use crate::manifest::{self, ChapterId, Manifest};
 use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
 use crate::tree;
+use crate::worlds;
 
 /// The proofs, in the order they run and are shown.
 const PROOFS: [&str; 5] = ["red", "green", "steps", "faults", "leak"];
@@ -65,12 +66,12 @@ pub struct Options {
 pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
     let checkpoints = repo.checkpoints_dir();
     let chapters: Vec<ChapterFolder> = if options.ids.is_empty() {
-        manifest::chapters(&checkpoints)?
+        chapter::all(&checkpoints)?
     } else {
         options
             .ids
             .iter()
-            .map(|id| manifest::chapter(&checkpoints, *id))
+            .map(|id| chapter::find(&checkpoints, *id))
             .collect::<Result<_>>()?
     };
     if chapters.is_empty() {
@@ -138,9 +139,9 @@ impl Verifier<'_> {
         let id = folder.id.to_string();
         let prepared = folder.load().and_then(|manifest| {
             let checkpoint = locate::locate(&self.repo.git, folder.id)?;
-            let guide = fs::read_to_string(folder.learning_path()).map_err(error::io(format!(
+            let guide = fs::read_to_string(folder.guide_path()).map_err(error::io(format!(
                 "cannot read {}",
-                folder.learning_path().display()
+                folder.guide_path().display()
             )))?;
             Ok(Chapter {
                 folder,
@@ -391,7 +392,7 @@ impl Verifier<'_> {
             .join("target-tree");
         if fresh || !dir.exists() {
             let dir = self.fresh_dir(chapter, "target-tree")?;
-            let tree = practice::tree_of(self.repo, chapter.checkpoint.target.oid)?;
+            let tree = self.repo.tree_of(chapter.checkpoint.target.oid)?;
             tree::write_tree(&self.repo.git, &tree, &dir, &worlds::is_tooling)?;
         }
         Ok(dir)
@@ -467,13 +468,13 @@ fn expect_count(expected: Option<usize>, report: &Report, what: &str) -> Result<
 fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<String>> {
     let git = &repo.git;
     let manifest = &chapter.manifest;
-    let base = practice::base_commit(manifest, &chapter.checkpoint);
-    let base_tree = practice::tree_of(repo, base.oid)?;
-    let target_tree = practice::tree_of(repo, chapter.checkpoint.target.oid)?;
+    let base = chapter.checkpoint.base(manifest.mode);
+    let base_tree = repo.tree_of(base.oid)?;
+    let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
     let mut expected = tree::list_tree(git, &base_tree, &worlds::is_tooling)?;
     let focused = PathBuf::from(manifest.focused_test.as_str());
     let focused_blob = tree::list_tree(git, &target_tree, &|_| false)?.remove(&focused);
-    let guide = practice::guide_with_header(manifest, &chapter.checkpoint, &chapter.guide);
+    let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.guide);
 
     let mut problems = Vec::new();
     for forbidden in [".git", "checkpoints"] {
@@ -507,7 +508,7 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
             .to_path_buf();
         let shown = relative.display().to_string();
         seen.insert(relative.clone());
-        if relative == Path::new(practice::LEARNING_FILE) {
+        if relative == Path::new(chapter::GUIDE_FILE) {
             if fs::read_to_string(entry.path()).ok().as_deref() != Some(guide.as_str()) {
                 problems.push(format!(
                     "{shown} is not the chapter's guide with its header"

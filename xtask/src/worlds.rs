@@ -5,9 +5,11 @@
 //! * **The tooling**: the paths below. They never reach a practice folder,
 //!   and `recut` takes them from HEAD for every commit it makes.
 
+use crate::repo::CHECKPOINTS_DIR;
+
 /// Top-level paths that belong to the tooling. `README.md` is here because it
 /// documents the tooling and every chapter's API at once.
-pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", "checkpoints", "README.md"];
+pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", CHECKPOINTS_DIR, "README.md"];
 
 /// True when the repository path `path` (`/`-separated bytes) is tooling.
 pub fn is_tooling(path: &[u8]) -> bool {
@@ -26,10 +28,25 @@ mod tests {
 
     #[test]
     fn tooling_is_recognised_by_its_top_level_name_only() {
-        for tooling in ["xtask", "xtask/src/main.rs", ".cargo/config.toml", ".ci/run", "checkpoints/03/LEARNING.md", "README.md"] {
+        for tooling in [
+            "xtask",
+            "xtask/src/main.rs",
+            ".cargo/config.toml",
+            ".ci/run",
+            "checkpoints/03/LEARNING.md",
+            "README.md",
+        ] {
             assert!(is_tooling(tooling.as_bytes()), "{tooling}");
         }
-        for learner in ["Cargo.toml", "Cargo.lock", ".gitignore", "course/src/lib.rs", "course/xtask/x.rs", "xtasks", "course/README.md"] {
+        for learner in [
+            "Cargo.toml",
+            "Cargo.lock",
+            ".gitignore",
+            "course/src/lib.rs",
+            "course/xtask/x.rs",
+            "xtasks",
+            "course/README.md",
+        ] {
             assert!(is_learner(learner.as_bytes()), "{learner}");
         }
     }

@@ -18,12 +18,24 @@ const TIMEOUT: Duration = Duration::from_secs(900);
 pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
     eprintln!("bench: {workload} (course/examples/bench_{workload}.rs, release) …");
     let example = format!("bench_{workload}");
-    let command: Vec<String> = ["cargo", "run", "--quiet", "--release", "-p", "course", "--example"]
-        .into_iter()
-        .map(String::from)
-        .chain([example.clone(), "--".to_string()])
-        .collect();
-    let extra: Vec<String> = if quick { vec!["--quick".to_string()] } else { vec![] };
+    let command: Vec<String> = [
+        "cargo",
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "course",
+        "--example",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([example.clone(), "--".to_string()])
+    .collect();
+    let extra: Vec<String> = if quick {
+        vec!["--quick".to_string()]
+    } else {
+        vec![]
+    };
     let run = Invocation {
         command: &command,
         extra: &extra,
@@ -44,7 +56,9 @@ pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
         .filter(|line| line.starts_with('{'))
         .map(|line| {
             serde_json::from_str(line).map_err(|error| {
-                Error::check_failed(format!("{example} printed a row that is not a bench row ({error}): {line}"))
+                Error::check_failed(format!(
+                    "{example} printed a row that is not a bench row ({error}): {line}"
+                ))
             })
         })
         .collect()

@@ -8,19 +8,19 @@ use std::time::{Duration, Instant};
 
 use super::Row;
 use super::stats::{Figure, Unit};
-use crate::worlds;
+use crate::chapter;
 use crate::error::{self, Error, Result};
 use crate::locate;
-use crate::manifest::{self, ChapterId};
-use crate::practice;
+use crate::manifest::ChapterId;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
 use crate::tree;
+use crate::worlds;
 
 /// Chapter 03 of this repository, finished: its target tree in a fresh folder.
 pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let id: ChapterId = "03".parse().map_err(Error::bad_input)?;
-    let manifest = manifest::chapter(&repo.checkpoints_dir(), id)?.load()?;
+    let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
     let finished = Lab::new(repo, &checkpoint)?;
     let bare = Lab::new(repo, &checkpoint)?;
@@ -108,7 +108,7 @@ impl Lab {
             .prefix("xtask-bench-lab-")
             .tempdir()
             .map_err(error::io("cannot create a temporary folder"))?;
-        let tree = practice::tree_of(repo, checkpoint.target.oid)?;
+        let tree = repo.tree_of(checkpoint.target.oid)?;
         tree::write_tree(&repo.git, &tree, folder.path(), &worlds::is_tooling)?;
         Ok(Lab(folder))
     }
