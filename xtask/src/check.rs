@@ -3,28 +3,18 @@
 //! green, and the first deviation of the first failing test.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::chapter;
+use crate::cli;
 use crate::error::{Error, Result};
 use crate::libtest::{self, CompileError, Failure, Report};
-use crate::manifest::{ChapterId, Manifest, RepoPath};
+use crate::manifest::{Manifest, RepoPath};
 use crate::practice::display_path;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
 use crate::watch::{self, Watcher};
-
-/// Settings of one check.
-pub struct Options {
-    pub id: ChapterId,
-    pub dir: std::path::PathBuf,
-    pub watch: bool,
-    pub verbose: bool,
-    pub json: bool,
-    pub timeout: Duration,
-}
 
 /// The learner's position, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -66,7 +56,14 @@ struct StepStatus {
 /// Runs the command: exit 0 only when the whole chapter passes. With
 /// `--watch` it reports again after every edit until interrupted (Ctrl-C
 /// ends it; nothing is left behind).
-pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
+impl cli::Check {
+    /// Runs the command.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self)
+    }
+}
+
+fn run(repo: &CourseRepo, options: &cli::Check) -> Result<()> {
     let manifest = chapter::find(&repo.checkpoints_dir(), options.id)?.load()?;
     let dir = &options.dir;
     if !dir.is_dir() {
@@ -108,13 +105,13 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
     }
 }
 
-fn check(manifest: &Manifest, dir: &Path, options: &Options) -> Result<Position> {
+fn check(manifest: &Manifest, dir: &Path, options: &cli::Check) -> Result<Position> {
     let run = Invocation {
         command: &manifest.run,
         extra: &[],
         dir,
         target_dir: None,
-        timeout: options.timeout,
+        timeout: options.timeout(),
     }
     .run()?;
     let report = libtest::parse(&run.output);
@@ -124,10 +121,7 @@ fn check(manifest: &Manifest, dir: &Path, options: &Options) -> Result<Position>
         && expected.is_none_or(|count| report.passed.len() == count);
     let mut output = run.output;
     if run.timed_out {
-        output.push_str(&format!(
-            "\n(stopped after {}s)\n",
-            options.timeout.as_secs()
-        ));
+        output.push_str(&format!("\n(stopped after {}s)\n", options.timeout));
     }
     Ok(Position {
         chapter: manifest.id.clone(),
@@ -198,7 +192,7 @@ fn teaching_file_for<'a>(error: &CompileError, teaching: &'a [RepoPath]) -> Opti
     named.or_else(|| teaching.iter().find(|path| stem(path) == "lib"))
 }
 
-fn print(position: &Position, options: &Options) {
+fn print(position: &Position, options: &cli::Check) {
     if options.verbose {
         println!("{}", position.output);
     }

@@ -4,6 +4,7 @@ use git2::{Delta, DiffOptions};
 use serde::Serialize;
 
 use crate::chapter;
+use crate::cli;
 use crate::error::{self, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
@@ -38,7 +39,14 @@ struct Commands {
 }
 
 /// Runs the command.
-pub fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
+impl cli::Checkpoint {
+    /// Runs the command.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self.id, self.json)
+    }
+}
+
+fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
     let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
     let files = changed_files(repo, &checkpoint)?;

@@ -18,6 +18,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::chapter;
+use crate::cli;
 use crate::error::{Error, Result};
 use crate::manifest::ChapterId;
 use crate::repo::CourseRepo;
@@ -39,7 +40,14 @@ pub struct StepHints {
 }
 
 /// Runs the command.
-pub fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Result<()> {
+impl cli::Hint {
+    /// Runs the command.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self.id, self.step.as_deref(), self.level)
+    }
+}
+
+fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Result<()> {
     let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
     let path = chapter.hints_path();
     let hints = load(&path)?;

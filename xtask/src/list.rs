@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::chapter;
+use crate::cli;
 use crate::error::Result;
 use crate::locate::{self, CommitInfo};
 use crate::repo::CourseRepo;
@@ -20,7 +21,14 @@ struct Row {
 }
 
 /// Runs the command. A chapter that does not locate is reported, not fatal.
-pub fn run(repo: &CourseRepo, json: bool) -> Result<()> {
+impl cli::List {
+    /// Runs the command. A chapter that does not locate is reported, not fatal.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self.json)
+    }
+}
+
+fn run(repo: &CourseRepo, json: bool) -> Result<()> {
     let rows: Vec<Row> = chapter::all(&repo.checkpoints_dir())?
         .into_iter()
         .map(|chapter| {

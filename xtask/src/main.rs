@@ -13,6 +13,7 @@ mod list;
 mod locate;
 mod manifest;
 mod practice;
+mod recut;
 mod repo;
 mod runner;
 mod tree;
@@ -21,7 +22,6 @@ mod watch;
 mod worlds;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
 
@@ -55,44 +55,15 @@ fn run(cli: Cli) -> Result<()> {
     git2::opts::enable_caching(false);
     let here = std::env::current_dir()
         .map_err(|error| Error::bad_input(format!("cannot read the current directory: {error}")))?;
+    let repo = CourseRepo::discover(&here)?;
     match cli.command {
-        Command::Checkpoint { id, json } => {
-            checkpoint::run(&CourseRepo::discover(&here)?, id, json)
-        }
-        Command::Practice { id, dir } => practice::run(&CourseRepo::discover(&here)?, id, &dir),
-        Command::List { json } => list::run(&CourseRepo::discover(&here)?, json),
-        Command::Check {
-            id,
-            dir,
-            watch,
-            verbose,
-            json,
-            timeout,
-        } => check::run(
-            &CourseRepo::discover(&here)?,
-            &check::Options {
-                id,
-                dir,
-                watch,
-                verbose,
-                json,
-                timeout: Duration::from_secs(timeout),
-            },
-        ),
-        Command::Bench { quick, json, only } => bench::run(
-            &CourseRepo::discover(&here)?,
-            &bench::Options { quick, json, only },
-        ),
-        Command::Hint { id, step, level } => {
-            hint::run(&CourseRepo::discover(&here)?, id, step.as_deref(), level)
-        }
-        Command::Verify { ids, json, timeout } => verify::run(
-            &CourseRepo::discover(&here)?,
-            &verify::Options {
-                ids,
-                json,
-                timeout: Duration::from_secs(timeout),
-            },
-        ),
+        Command::Checkpoint(command) => command.run(&repo),
+        Command::Practice(command) => command.run(&repo),
+        Command::List(command) => command.run(&repo),
+        Command::Verify(command) => command.run(&repo),
+        Command::Check(command) => command.run(&repo),
+        Command::Hint(command) => command.run(&repo),
+        Command::Bench(command) => command.run(&repo),
+        Command::Recut(command) => command.run(&repo),
     }
 }

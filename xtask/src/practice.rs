@@ -6,6 +6,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use crate::chapter::{self, ChapterFolder};
+use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest};
@@ -14,7 +15,14 @@ use crate::tree::{self, Written};
 use crate::worlds;
 
 /// Runs the command: creates `dir` and prints the next steps.
-pub fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
+impl cli::Practice {
+    /// Runs the command: creates the folder and prints the next steps.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self.id, &self.dir)
+    }
+}
+
+fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
     let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
     let manifest = chapter.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;

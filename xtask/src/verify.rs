@@ -19,10 +19,11 @@ use git2::{ObjectType, Oid};
 use serde::Serialize;
 
 use crate::chapter::{self, ChapterFolder};
+use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{self, ChapterId, Manifest};
+use crate::manifest::{self, Manifest};
 use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
@@ -55,15 +56,15 @@ struct Summary {
     chapters: Vec<ChapterResult>,
 }
 
-/// Settings of one verify run.
-pub struct Options {
-    pub ids: Vec<ChapterId>,
-    pub json: bool,
-    pub timeout: Duration,
+/// Runs the command: exit 1 when any proof fails.
+impl cli::Verify {
+    /// Runs the command: exit 1 when any proof fails.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self)
+    }
 }
 
-/// Runs the command: exit 1 when any proof fails.
-pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
+fn run(repo: &CourseRepo, options: &cli::Verify) -> Result<()> {
     let checkpoints = repo.checkpoints_dir();
     let chapters: Vec<ChapterFolder> = if options.ids.is_empty() {
         chapter::all(&checkpoints)?
@@ -85,7 +86,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
         repo,
         cargo_target: work.join("cargo-target"),
         work,
-        timeout: options.timeout,
+        timeout: options.timeout(),
     };
     let results: Vec<ChapterResult> = chapters
         .iter()

@@ -11,18 +11,11 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cli;
 use crate::error::{Error, Result};
 use crate::repo::CourseRepo;
 
 pub use stats::Figure;
-
-/// Settings of one bench run.
-pub struct Options {
-    pub quick: bool,
-    pub json: bool,
-    /// Workloads to run; all when empty.
-    pub only: Vec<String>,
-}
 
 /// The workloads, by the names `--only` takes.
 const WORKLOADS: [&str; 7] = [
@@ -71,7 +64,14 @@ impl Row {
 }
 
 /// Runs the command. A debug build re-runs itself in release first.
-pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
+impl cli::Bench {
+    /// Runs the command. A debug build re-runs itself in release first.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        run(repo, self)
+    }
+}
+
+fn run(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
     if cfg!(debug_assertions) {
         return rerun_in_release(repo, options);
     }
@@ -115,7 +115,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<()> {
     Ok(())
 }
 
-fn rerun_in_release(repo: &CourseRepo, options: &Options) -> Result<()> {
+fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
     eprintln!("bench: building xtask in release mode first …");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
