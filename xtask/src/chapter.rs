@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::locate::Checkpoint;
-use crate::manifest::{ChapterId, Manifest};
+use crate::manifest::{self, ChapterId, Manifest};
+use crate::repo::CourseRepo;
+use crate::tree;
 
 /// The manifest of a chapter folder.
 pub const MANIFEST_FILE: &str = "checkpoint.json";
@@ -38,29 +40,36 @@ impl ChapterFolder {
         let text = fs::read_to_string(&path).map_err(|error| {
             Error::bad_input(format!("cannot read {}: {error}", path.display()))
         })?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|error| {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
+            let message = error.to_string();
+            let explained = manifest::closest_key_hint(&message).unwrap_or(message);
             Error::bad_input(format!(
-                "{}:{}:{}: malformed manifest: {error}; fix it (fields are listed in README.md)",
+                "{}:{}:{}: malformed manifest: {explained}; fix it (the keys are listed in README.md)",
                 path.display(),
                 error.line(),
                 error.column()
             ))
         })?;
-        if manifest.id != self.id.to_string() {
-            return Err(Error::bad_input(format!(
-                "{}: `id` is \"{}\" but the folder is checkpoints/{}: make them agree",
+        let mut problems = manifest.problems();
+        if manifest.id != self.id {
+            problems.insert(
+                0,
+                format!(
+                    "`id` is \"{}\" but the folder is checkpoints/{}: make them agree",
+                    manifest.id, self.id
+                ),
+            );
+        }
+        if problems.is_empty() {
+            Ok(manifest)
+        } else {
+            Err(Error::bad_input(format!(
+                "{}: {}",
                 path.display(),
-                manifest.id,
-                self.id
-            )));
+                problems.join("; ")
+            )))
         }
-        if manifest.run.is_empty() {
-            return Err(Error::bad_input(format!(
-                "{}: `run` is empty: give the command that runs the focused test",
-                path.display()
-            )));
-        }
-        Ok(manifest)
     }
 }
 
@@ -108,6 +117,24 @@ pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
 }
 
 impl ChapterFolder {
+    /// Reads the learner's guide. It must be a regular file inside the
+    /// repository: a symlink is refused, so nothing outside is ever read.
+    pub fn read_guide(&self) -> Result<String> {
+        let path = self.guide_path();
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => Err(Error::bad_input(format!(
+                "{} is a symlink: the guide must be a file of the chapter folder (nothing outside the repository is read)",
+                path.display()
+            ))),
+            _ => fs::read_to_string(&path).map_err(|error| {
+                Error::bad_input(format!(
+                    "cannot read {}: {error}; every chapter folder needs its learner's guide",
+                    path.display()
+                ))
+            }),
+        }
+    }
+
     /// The hint ladder of this chapter.
     pub fn hints_path(&self) -> PathBuf {
         self.dir.join(HINTS_FILE)
@@ -129,4 +156,25 @@ pub fn guide_with_header(manifest: &Manifest, checkpoint: &Checkpoint, guide: &s
         target_subject = checkpoint.target.subject,
         test = manifest.focused_test,
     )
+}
+
+/// Checks the manifest against the target commit: the focused test and
+/// every teaching file must be files there.
+pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {
+    let tree = repo.tree_of(checkpoint.target.oid)?;
+    let missing: Vec<String> = std::iter::once(&manifest.focused_test)
+        .chain(&manifest.teaching_files)
+        .filter(|path| !matches!(tree::file_at(&repo.git, &tree, path.as_str()), Ok(Some(_))))
+        .map(|path| format!("`{path}`"))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!(
+            "checkpoints/{}/{MANIFEST_FILE} names {} that target {} does not have: fix the manifest or re-cut the chapter",
+            manifest.id,
+            missing.join(", "),
+            checkpoint.target.short
+        )))
+    }
 }

@@ -124,7 +124,7 @@ fn check(manifest: &Manifest, dir: &Path, options: &cli::Check) -> Result<Positi
         output.push_str(&format!("\n(stopped after {}s)\n", options.timeout));
     }
     Ok(Position {
-        chapter: manifest.id.clone(),
+        chapter: manifest.id.to_string(),
         title: manifest.title.clone(),
         compiled: report.compiled,
         errors: report

@@ -14,7 +14,7 @@ use crate::repo::CourseRepo;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Report<'a> {
-    id: &'a str,
+    id: ChapterId,
     title: &'a str,
     mode: Mode,
     parent: &'a locate::CommitInfo,
@@ -51,7 +51,7 @@ fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
     let checkpoint = locate::locate(&repo.git, id)?;
     let files = changed_files(repo, &checkpoint)?;
     let report = Report {
-        id: &manifest.id,
+        id: manifest.id,
         title: &manifest.title,
         mode: manifest.mode,
         parent: &checkpoint.parent,

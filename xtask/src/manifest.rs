@@ -1,5 +1,6 @@
 //! `checkpoints/NN/checkpoint.json`: what a chapter is and how to prove it.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
@@ -7,10 +8,26 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::worlds;
 
 /// A chapter number, always shown with two digits (`3` and `03` are both `03`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct ChapterId(u8);
+
+impl TryFrom<String> for ChapterId {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
+impl From<ChapterId> for String {
+    fn from(id: ChapterId) -> String {
+        id.to_string()
+    }
+}
 
 impl FromStr for ChapterId {
     type Err = String;
@@ -39,11 +56,13 @@ impl ChapterId {
     }
 }
 
-/// A chapter's manifest, as authored in `checkpoint.json`.
+/// A chapter's manifest, as authored in `checkpoint.json`. A key the schema
+/// doesn't know is an error (a misspelt `expectedTest` must not silently
+/// switch a proof off).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
-    pub id: String,
+    pub id: ChapterId,
     pub title: String,
     #[serde(default)]
     pub mode: Mode,
@@ -76,8 +95,9 @@ pub enum Mode {
 }
 
 /// One step of the chapter: a test-name filter and how many tests it selects.
+/// A step may run several filters (the same id twice, as 3.1 does).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
     pub id: String,
     /// Substring of test names; empty selects every focused test.
@@ -88,13 +108,89 @@ pub struct Step {
 
 /// A deliberate bug: `find` → `replace` in `file` must make `failing_test` fail.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Fault {
     pub id: String,
     pub file: RepoPath,
     pub find: String,
     pub replace: String,
     pub failing_test: String,
+}
+
+impl Manifest {
+    /// What is wrong with the manifest on its own, before any commit is read:
+    /// an empty `run`, duplicate ids, a focused test that is a teaching or
+    /// tooling file, a fault outside the teaching files.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.run.is_empty() {
+            problems
+                .push("`run` is empty: give the command that runs the focused test".to_string());
+        }
+        if self.teaching_files.contains(&self.focused_test) {
+            problems.push(format!(
+                "`focusedTest` {} is also a teaching file: practice would copy the answer",
+                self.focused_test
+            ));
+        }
+        for path in std::iter::once(&self.focused_test).chain(&self.teaching_files) {
+            if worlds::is_tooling(path.as_str().as_bytes()) {
+                problems.push(format!(
+                    "{path} is a tooling path ({}): the learner's files live in the learner's world",
+                    worlds::TOOLING.join(", ")
+                ));
+            }
+        }
+        let mut steps = HashSet::new();
+        for step in &self.steps {
+            if !steps.insert((&step.id, &step.filter)) {
+                problems.push(format!(
+                    "step {} with filter `{}` is declared twice",
+                    step.id, step.filter
+                ));
+            }
+        }
+        let mut faults = HashSet::new();
+        for fault in &self.faults {
+            if !faults.insert(&fault.id) {
+                problems.push(format!("fault id `{}` is declared twice", fault.id));
+            }
+            if !self.teaching_files.contains(&fault.file) {
+                problems.push(format!(
+                    "fault `{}` changes {}, which is not a teaching file",
+                    fault.id, fault.file
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// Explains serde's "unknown field" error with the closest key it knows.
+pub fn closest_key_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let closest = known.iter().min_by_key(|key| edit_distance(unknown, key))?;
+    Some(format!(
+        "unknown key `{unknown}`: did you mean `{closest}`?"
+    ))
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// A relative path that stays inside the repository (no `..`, not absolute).
@@ -156,6 +252,46 @@ mod tests {
         for bad in ["", "003", "x1", "-1", "3a", " 3"] {
             assert!(bad.parse::<ChapterId>().is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_closest_known_one() {
+        let error = serde_json::from_str::<Manifest>(
+            r#"{"id":"03","title":"t","focusedTest":"a","teachingFiles":[],"run":["x"],"expectedTest":4}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `expectedTest`: did you mean `expectedTests`?")
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+    }
+
+    #[test]
+    fn manifest_problems_are_all_named() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "id": "03", "title": "t", "focusedTest": "course/src/lib.rs",
+            "teachingFiles": ["course/src/lib.rs", "checkpoints/03/hints.md"], "run": [],
+            "steps": [{"id": "1", "filter": "a", "expectedTests": 1}, {"id": "1", "filter": "a", "expectedTests": 1}, {"id": "1", "filter": "b", "expectedTests": 1}],
+            "faults": [
+                {"id": "f", "file": "course/src/lib.rs", "find": "a", "replace": "b", "failingTest": "t"},
+                {"id": "f", "file": "course/src/other.rs", "find": "a", "replace": "b", "failingTest": "t"}
+            ]
+        }))
+        .unwrap();
+        let problems = manifest.problems().join("\n");
+        for needle in [
+            "`run` is empty",
+            "is also a teaching file",
+            "checkpoints/03/hints.md is a tooling path",
+            "step 1 with filter `a` is declared twice",
+            "fault id `f` is declared twice",
+            "course/src/other.rs, which is not a teaching file",
+        ] {
+            assert!(problems.contains(needle), "{needle}: {problems}");
+        }
+        assert_eq!(manifest.problems().len(), 6, "{problems}");
     }
 
     #[test]

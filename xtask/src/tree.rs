@@ -21,10 +21,14 @@ use git2::{ObjectType, Oid, Repository, Tree};
 
 use crate::error::{self, Error, Result};
 
-const MODE_TREE: i32 = 0o040000;
-const MODE_EXECUTABLE: i32 = 0o100755;
-const MODE_SYMLINK: i32 = 0o120000;
-const MODE_GITLINK: i32 = 0o160000;
+/// Git's file modes, as tree entries carry them.
+pub const MODE_TREE: i32 = 0o040000;
+pub const MODE_FILE: i32 = 0o100644;
+/// A plain file in git's legacy group-writable mode.
+pub const MODE_GROUP_WRITABLE: i32 = 0o100664;
+pub const MODE_EXECUTABLE: i32 = 0o100755;
+pub const MODE_SYMLINK: i32 = 0o120000;
+pub const MODE_GITLINK: i32 = 0o160000;
 
 /// What [`write_tree`] wrote.
 #[derive(Debug, Default)]

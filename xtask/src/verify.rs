@@ -1,15 +1,27 @@
-//! `verify [NN…]`: proves every checkpoint honest, in folders built from git
-//! objects under `target/xtask-verify/`, with one shared cargo target folder
-//! so repeated builds are incremental.
+//! `verify [NN…]`: proves every checkpoint honest, each proof in a folder of
+//! its own written fresh from git objects under `target/xtask-verify/`.
 //!
-//! * **red** — the parent plus the focused test fails, with every `red` string;
-//! * **green** — the target passes exactly `expectedTests` tests;
+//! * **parent** — the practice folder without the focused test builds and
+//!   its whole test suite passes: the starting point is a working workspace;
+//! * **red** — with the focused test it fails, with every `red` string;
+//! * **green** — the target passes exactly `expectedTests` focused tests, and
+//!   the whole target workspace's tests pass;
 //! * **steps** — each step's filter passes exactly its count at the target;
-//! * **faults** — each declared fault, applied to the target, fails its test;
-//! * **leak** — a practice folder holds nothing of the answer.
+//! * **faults** — each declared fault, applied to a private copy of the
+//!   target, makes its test fail;
+//! * **leak** — the practice folder holds no tooling, no `.git`, nothing but
+//!   the base tree, the focused test and the guide, and none of the public
+//!   names the layer adds appears outside the focused test and the guide.
+//!
+//! One cargo target folder is shared by all runs so dependencies build once.
+//! That is safe because every folder is written fresh right before its first
+//! build (newer than anything cargo has built) and no folder is modified
+//! afterwards: a fault gets its own copy, so an interrupted run leaves no
+//! fault applied anywhere. A lock on the work folder keeps a second `verify`
+//! of the same repository from running at the same time.
 
-use std::collections::BTreeSet;
-use std::fs;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, TryLockError};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -23,15 +35,18 @@ use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{self, Manifest};
+use crate::manifest::{ChapterId, Manifest, Mode};
 use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
 use crate::tree;
 use crate::worlds;
 
+/// The command that runs a learner workspace's whole test suite.
+pub const SUITE: [&str; 3] = ["cargo", "test", "--workspace"];
+
 /// The proofs, in the order they run and are shown.
-const PROOFS: [&str; 5] = ["red", "green", "steps", "faults", "leak"];
+const PROOFS: [&str; 6] = ["parent", "red", "green", "steps", "faults", "leak"];
 
 /// One cell of the table.
 #[derive(Debug, Serialize)]
@@ -45,7 +60,7 @@ struct Proof {
 
 #[derive(Debug, Serialize)]
 struct ChapterResult {
-    id: String,
+    id: ChapterId,
     proofs: Vec<Proof>,
 }
 
@@ -56,67 +71,120 @@ struct Summary {
     chapters: Vec<ChapterResult>,
 }
 
-/// Runs the command: exit 1 when any proof fails.
 impl cli::Verify {
-    /// Runs the command: exit 1 when any proof fails.
+    /// Runs the command: exit 2 when a chapter can't be read, 1 when any
+    /// proof fails.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self)
-    }
-}
-
-fn run(repo: &CourseRepo, options: &cli::Verify) -> Result<()> {
-    let checkpoints = repo.checkpoints_dir();
-    let chapters: Vec<ChapterFolder> = if options.ids.is_empty() {
-        chapter::all(&checkpoints)?
-    } else {
-        options
-            .ids
+        let chapters = self.chapters(repo)?;
+        let work = repo.root.join("target").join("xtask-verify");
+        fs::create_dir_all(&work)
+            .map_err(error::io(format!("cannot create {}", work.display())))?;
+        let _lock = lock(&work)?;
+        let verifier = Verifier {
+            repo,
+            cargo_target: work.join("cargo-target"),
+            work,
+            timeout: self.timeout(),
+        };
+        let results: Vec<ChapterResult> = chapters
             .iter()
-            .map(|id| chapter::find(&checkpoints, *id))
-            .collect::<Result<_>>()?
-    };
-    if chapters.is_empty() {
-        return Err(Error::bad_input(format!(
-            "nothing to verify: {} holds no chapter folders",
-            checkpoints.display()
-        )));
-    }
-    let work = repo.root.join("target").join("xtask-verify");
-    let verifier = Verifier {
-        repo,
-        cargo_target: work.join("cargo-target"),
-        work,
-        timeout: options.timeout(),
-    };
-    let results: Vec<ChapterResult> = chapters
-        .iter()
-        .map(|chapter| verifier.chapter(chapter))
-        .collect();
-    let summary = Summary {
-        passed: results
-            .iter()
-            .all(|chapter| chapter.proofs.iter().all(|proof| proof.passed)),
-        chapters: results,
-    };
-    if options.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).expect("the summary serializes")
-        );
-    } else {
-        print_table(&summary);
-    }
-    if summary.passed {
-        Ok(())
-    } else {
+            .map(|chapter| verifier.chapter(chapter))
+            .collect();
+        let summary = Summary {
+            passed: results
+                .iter()
+                .all(|chapter| chapter.proofs.iter().all(|proof| proof.passed)),
+            chapters: results,
+        };
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&summary).expect("the summary serializes")
+            );
+        } else {
+            print_table(&summary);
+        }
         let failed = summary
             .chapters
             .iter()
             .flat_map(|chapter| chapter.proofs.iter().filter(|proof| !proof.passed))
             .count();
-        Err(Error::check_failed(format!(
-            "verify: {failed} proof(s) failed (details above)"
-        )))
+        if failed == 0 {
+            Ok(())
+        } else {
+            Err(Error::check_failed(format!(
+                "verify: {failed} proof(s) failed (details above)"
+            )))
+        }
+    }
+
+    /// Every chapter to verify, read and located up front: a chapter that
+    /// can't be read is bad input (exit 2), not a failed proof.
+    fn chapters<'r>(&self, repo: &'r CourseRepo) -> Result<Vec<Chapter>> {
+        let checkpoints = repo.checkpoints_dir();
+        let folders: Vec<ChapterFolder> = if self.ids.is_empty() {
+            chapter::all(&checkpoints)?
+        } else {
+            self.ids
+                .iter()
+                .map(|id| chapter::find(&checkpoints, *id))
+                .collect::<Result<_>>()?
+        };
+        if folders.is_empty() {
+            return Err(Error::bad_input(format!(
+                "nothing to verify: {} holds no chapter folders",
+                checkpoints.display()
+            )));
+        }
+        folders
+            .into_iter()
+            .map(|folder| Chapter::open(repo, folder))
+            .collect()
+    }
+}
+
+/// Holds the work folder's lock until dropped (the OS releases it if the
+/// process dies).
+fn lock(work: &Path) -> Result<File> {
+    let path = work.join("lock");
+    let file =
+        File::create(&path).map_err(error::io(format!("cannot create {}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
+            "another `cargo xtask verify` is running in this repository (it holds {}): \
+             wait for it to finish, then run verify again",
+            path.display()
+        ))),
+        Err(TryLockError::Error(error)) => Err(Error::bad_input(format!(
+            "cannot lock {}: {error}",
+            path.display()
+        ))),
+    }
+}
+
+/// Everything the proofs of one chapter share.
+struct Chapter {
+    manifest: Manifest,
+    checkpoint: Checkpoint,
+    guide: String,
+}
+
+impl Chapter {
+    fn open(repo: &CourseRepo, folder: ChapterFolder) -> Result<Chapter> {
+        let manifest = folder.load()?;
+        let checkpoint = locate::locate(&repo.git, folder.id)?;
+        chapter::check_target(repo, &manifest, &checkpoint)?;
+        let guide = folder.read_guide()?;
+        Ok(Chapter {
+            manifest,
+            checkpoint,
+            guide,
+        })
+    }
+
+    fn id(&self) -> ChapterId {
+        self.manifest.id
     }
 }
 
@@ -127,61 +195,32 @@ struct Verifier<'a> {
     timeout: Duration,
 }
 
-/// Everything the proofs of one chapter share.
-struct Chapter<'a> {
-    folder: &'a ChapterFolder,
-    manifest: Manifest,
-    checkpoint: Checkpoint,
-    guide: String,
-}
-
 impl Verifier<'_> {
-    fn chapter(&self, folder: &ChapterFolder) -> ChapterResult {
-        let id = folder.id.to_string();
-        let prepared = folder.load().and_then(|manifest| {
-            let checkpoint = locate::locate(&self.repo.git, folder.id)?;
-            let guide = fs::read_to_string(folder.guide_path()).map_err(error::io(format!(
-                "cannot read {}",
-                folder.guide_path().display()
-            )))?;
-            Ok(Chapter {
-                folder,
-                manifest,
-                checkpoint,
-                guide,
-            })
-        });
-        let chapter = match prepared {
-            Ok(chapter) => chapter,
-            Err(error) => {
-                progress(&id, &format!("cannot be verified: {error}"));
-                let proofs = PROOFS
-                    .iter()
-                    .map(|proof| Proof {
-                        proof,
-                        passed: false,
-                        seconds: 0.0,
-                        detail: error.to_string(),
-                    })
-                    .collect();
-                return ChapterResult { id, proofs };
-            }
-        };
-        let proofs = vec![
-            self.timed("red", &chapter, Self::red),
-            self.timed("green", &chapter, Self::green),
-            self.timed("steps", &chapter, Self::steps),
-            self.timed("faults", &chapter, Self::faults),
-            self.timed("leak", &chapter, Self::leak),
+    fn chapter(&self, chapter: &Chapter) -> ChapterResult {
+        let checks: [fn(&Self, &Chapter) -> Result<String>; 6] = [
+            Self::parent,
+            Self::red,
+            Self::green,
+            Self::steps,
+            Self::faults,
+            Self::leak,
         ];
-        ChapterResult { id, proofs }
+        let proofs = PROOFS
+            .iter()
+            .zip(checks)
+            .map(|(proof, check)| self.timed(proof, chapter, check))
+            .collect();
+        ChapterResult {
+            id: chapter.id(),
+            proofs,
+        }
     }
 
     fn timed(
         &self,
         proof: &'static str,
-        chapter: &Chapter<'_>,
-        check: fn(&Self, &Chapter<'_>) -> Result<String>,
+        chapter: &Chapter,
+        check: fn(&Self, &Chapter) -> Result<String>,
     ) -> Proof {
         let started = Instant::now();
         let outcome = check(self, chapter);
@@ -192,7 +231,7 @@ impl Verifier<'_> {
         };
         let mark = if passed { "ok" } else { "FAILED" };
         progress(
-            &chapter.manifest.id,
+            chapter.id(),
             &format!("{proof}: {mark} ({seconds:.1}s) {detail}"),
         );
         Proof {
@@ -203,43 +242,42 @@ impl Verifier<'_> {
         }
     }
 
+    /// The practice folder without the focused test is a working workspace.
+    fn parent(&self, chapter: &Chapter) -> Result<String> {
+        let dir = self.practice_folder(chapter, "parent", Mode::Rebuild)?;
+        let focused = chapter.manifest.focused_test.under(&dir);
+        fs::remove_file(&focused)
+            .map_err(error::io(format!("cannot remove {}", focused.display())))?;
+        let report = self.passing(chapter, "parent", &dir, &command(&SUITE), &[])?;
+        Ok(format!(
+            "{} test(s) pass at {} without the focused test",
+            report.passed.len(),
+            chapter.checkpoint.parent.short
+        ))
+    }
+
     /// Parent + focused test (the practice folder of a rebuild) must fail.
-    fn red(&self, chapter: &Chapter<'_>) -> Result<String> {
+    fn red(&self, chapter: &Chapter) -> Result<String> {
         let parent = &chapter.checkpoint.parent;
-        progress(
-            &chapter.manifest.id,
-            &format!(
-                "red: building parent {} + the focused test (expected to fail)",
-                parent.short
-            ),
-        );
-        let dir = self.fresh_dir(chapter, "red")?;
-        let mut manifest = chapter.manifest.clone();
-        manifest.mode = manifest::Mode::Rebuild;
-        practice::build(
-            self.repo,
-            &manifest,
-            &chapter.checkpoint,
-            &chapter.guide,
-            &dir,
-        )?;
-        let run = self.run(chapter, &dir, &[])?;
+        let dir = self.practice_folder(chapter, "red", Mode::Rebuild)?;
+        let run = self.run(chapter, "red", &dir, &chapter.manifest.run, &[])?;
         if run.success {
             return Err(Error::check_failed(format!(
                 "the parent {} already passes the focused test: it must fail before the chapter's layer",
                 parent.short
             )));
         }
-        let missing: Vec<&String> = chapter
+        let missing: Vec<&str> = chapter
             .manifest
             .red
             .iter()
-            .filter(|red| !run.output.contains(*red))
+            .map(String::as_str)
+            .filter(|red| !run.output.contains(red))
             .collect();
         if !missing.is_empty() {
             return Err(Error::check_failed(format!(
                 "the parent fails, but its output lacks {}",
-                quoted(missing.iter().map(|s| s.as_str()))
+                quoted(missing.into_iter())
             )));
         }
         Ok(format!(
@@ -249,50 +287,40 @@ impl Verifier<'_> {
         ))
     }
 
-    /// The target passes with exactly `expectedTests`.
-    fn green(&self, chapter: &Chapter<'_>) -> Result<String> {
+    /// The target passes exactly `expectedTests`, and its whole suite passes.
+    fn green(&self, chapter: &Chapter) -> Result<String> {
         let target = &chapter.checkpoint.target;
-        progress(
-            &chapter.manifest.id,
-            &format!("green: building target {}", target.short),
-        );
-        let dir = self.target_dir(chapter, true)?;
-        let report = self.passing(chapter, &dir, &[])?;
+        let dir = self.target_folder(chapter, "green")?;
+        let report = self.passing(chapter, "green", &dir, &chapter.manifest.run, &[])?;
         expect_count(chapter.manifest.expected_tests, &report, "the target")?;
+        let suite = self.passing(chapter, "green", &dir, &command(&SUITE), &[])?;
         Ok(format!(
-            "{} passed at {}",
+            "{} focused and {} test(s) in all pass at {}",
             report.passed.len(),
+            suite.passed.len(),
             target.short
         ))
     }
 
     /// Each step's filter passes exactly its count at the target.
-    fn steps(&self, chapter: &Chapter<'_>) -> Result<String> {
-        let dir = self.target_dir(chapter, false)?;
+    fn steps(&self, chapter: &Chapter) -> Result<String> {
+        let dir = self.work_folder(chapter, "green");
         let mut shown = Vec::new();
         for step in &chapter.manifest.steps {
-            let filter: Vec<String> = if step.filter.is_empty() {
-                vec![]
-            } else {
-                vec![step.filter.clone()]
-            };
             let label = if step.filter.is_empty() {
                 "(all)"
             } else {
                 step.filter.as_str()
             };
-            progress(
-                &chapter.manifest.id,
-                &format!("steps: {} filter {label}", step.id),
-            );
+            let filter: Vec<String> = Some(step.filter.clone())
+                .filter(|filter| !filter.is_empty())
+                .into_iter()
+                .collect();
+            let what = format!("step {} ({label})", step.id);
             let report = self
-                .passing(chapter, &dir, &filter)
-                .map_err(|error| error.context(format!("step {} ({label})", step.id)))?;
-            expect_count(
-                Some(step.expected_tests),
-                &report,
-                &format!("step {} ({label})", step.id),
-            )?;
+                .passing(chapter, "steps", &dir, &chapter.manifest.run, &filter)
+                .map_err(|error| error.context(&what))?;
+            expect_count(Some(step.expected_tests), &report, &what)?;
             shown.push(format!(
                 "{} {label} {}/{}",
                 step.id,
@@ -307,22 +335,16 @@ impl Verifier<'_> {
         })
     }
 
-    /// Each fault, applied to the target, makes its test fail.
-    fn faults(&self, chapter: &Chapter<'_>) -> Result<String> {
-        let dir = self.target_dir(chapter, false)?;
+    /// Each fault, applied to a private copy of the target, makes its test fail.
+    fn faults(&self, chapter: &Chapter) -> Result<String> {
         let mut problems = Vec::new();
-        for fault in &chapter.manifest.faults {
-            progress(
-                &chapter.manifest.id,
-                &format!("faults: {} in {}", fault.id, fault.file),
-            );
-            let path = fault.file.under(&dir);
-            let original = fs::read_to_string(&path).map_err(|error| {
-                Error::check_failed(format!(
-                    "fault {}: cannot read {}: {error}",
-                    fault.id, fault.file
-                ))
-            })?;
+        for (index, fault) in chapter.manifest.faults.iter().enumerate() {
+            let dir = self.target_folder(chapter, &format!("fault-{index}"))?;
+            let path = path_inside(&dir, fault.file.as_str())?;
+            let original = fs::read_to_string(&path).map_err(error::io(format!(
+                "fault {}: cannot read {}",
+                fault.id, fault.file
+            )))?;
             let found = original.matches(fault.find.as_str()).count();
             if found != 1 {
                 problems.push(format!(
@@ -333,10 +355,11 @@ impl Verifier<'_> {
             }
             fs::write(&path, original.replacen(&fault.find, &fault.replace, 1))
                 .map_err(error::io(format!("cannot write {}", path.display())))?;
-            let outcome = self.run(chapter, &dir, &[]);
-            fs::write(&path, &original)
-                .map_err(error::io(format!("cannot restore {}", path.display())))?;
-            let run = outcome?;
+            progress(
+                chapter.id(),
+                &format!("faults: `{}` in {}", fault.id, fault.file),
+            );
+            let run = self.run(chapter, "faults", &dir, &chapter.manifest.run, &[])?;
             let report = libtest::parse(&run.output);
             if !report.compiled {
                 problems.push(format!(
@@ -366,42 +389,32 @@ impl Verifier<'_> {
     }
 
     /// A practice folder holds the base tree, the target's focused test and
-    /// the guide, and nothing else.
-    fn leak(&self, chapter: &Chapter<'_>) -> Result<String> {
-        progress(&chapter.manifest.id, "leak: building a practice folder");
-        let dir = self.fresh_dir(chapter, "leak")?;
-        practice::build(
-            self.repo,
-            &chapter.manifest,
-            &chapter.checkpoint,
-            &chapter.guide,
-            &dir,
-        )?;
-        let problems = leaks(self.repo, chapter, &dir)?;
+    /// the guide, nothing else, and no name the layer adds.
+    fn leak(&self, chapter: &Chapter) -> Result<String> {
+        progress(chapter.id(), "leak: writing a practice folder");
+        let dir = self.practice_folder(chapter, "leak", chapter.manifest.mode)?;
+        let mut problems = differences(self.repo, chapter, &dir)?;
+        let names = added_names(self.repo, chapter)?;
+        problems.extend(name_leaks(chapter, &dir, &names)?);
         if problems.is_empty() {
-            Ok("no answer, history or authoring file in the practice folder".to_string())
+            Ok(format!(
+                "no tooling, history or answer; none of the layer's {} public name(s)",
+                names.len()
+            ))
         } else {
             Err(Error::check_failed(problems.join("; ")))
         }
     }
 
-    /// The target's tree, written once per chapter and reused by later proofs.
-    fn target_dir(&self, chapter: &Chapter<'_>, fresh: bool) -> Result<PathBuf> {
-        let dir = self
-            .work
-            .join(chapter.folder.id.to_string())
-            .join("target-tree");
-        if fresh || !dir.exists() {
-            let dir = self.fresh_dir(chapter, "target-tree")?;
-            let tree = self.repo.tree_of(chapter.checkpoint.target.oid)?;
-            tree::write_tree(&self.repo.git, &tree, &dir, &worlds::is_tooling)?;
-        }
-        Ok(dir)
+    /// The folder of one proof, under the chapter's work folder.
+    fn work_folder(&self, chapter: &Chapter, name: &str) -> PathBuf {
+        self.work.join(chapter.id().to_string()).join(name)
     }
 
-    fn fresh_dir(&self, chapter: &Chapter<'_>, name: &str) -> Result<PathBuf> {
-        let dir = self.work.join(chapter.folder.id.to_string()).join(name);
-        if dir.exists() {
+    /// An empty folder for one proof, written fresh.
+    fn fresh_folder(&self, chapter: &Chapter, name: &str) -> Result<PathBuf> {
+        let dir = self.work_folder(chapter, name);
+        if fs::symlink_metadata(&dir).is_ok() {
             fs::remove_dir_all(&dir)
                 .map_err(error::io(format!("cannot clear {}", dir.display())))?;
         }
@@ -409,19 +422,57 @@ impl Verifier<'_> {
         Ok(dir)
     }
 
-    fn run(&self, chapter: &Chapter<'_>, dir: &Path, extra: &[String]) -> Result<Captured> {
-        let run = Invocation {
-            command: &chapter.manifest.run,
+    /// A practice folder as `practice` writes it, in the given mode.
+    fn practice_folder(&self, chapter: &Chapter, name: &str, mode: Mode) -> Result<PathBuf> {
+        let dir = self.fresh_folder(chapter, name)?;
+        let manifest = Manifest {
+            mode,
+            ..chapter.manifest.clone()
+        };
+        practice::build(
+            self.repo,
+            &manifest,
+            &chapter.checkpoint,
+            &chapter.guide,
+            &dir,
+        )?;
+        Ok(dir)
+    }
+
+    /// The target's learner world in a fresh folder.
+    fn target_folder(&self, chapter: &Chapter, name: &str) -> Result<PathBuf> {
+        let dir = self.fresh_folder(chapter, name)?;
+        let tree = self.repo.tree_of(chapter.checkpoint.target.oid)?;
+        tree::write_tree(&self.repo.git, &tree, &dir, &worlds::is_tooling)?;
+        Ok(dir)
+    }
+
+    /// Runs `program` in `dir`, showing the command first.
+    fn run(
+        &self,
+        chapter: &Chapter,
+        proof: &str,
+        dir: &Path,
+        program: &[String],
+        extra: &[String],
+    ) -> Result<Captured> {
+        let invocation = Invocation {
+            command: program,
             extra,
             dir,
             target_dir: Some(&self.cargo_target),
             timeout: self.timeout,
-        }
-        .run()?;
+        };
+        let shown = dir.strip_prefix(&self.repo.root).unwrap_or(dir);
+        progress(
+            chapter.id(),
+            &format!("{proof}: `{}` in {}", invocation.display(), shown.display()),
+        );
+        let run = invocation.run()?;
         if run.timed_out {
             return Err(Error::check_failed(format!(
                 "`{}` ran past {}s and was stopped",
-                chapter.manifest.run.join(" "),
+                invocation.display(),
                 self.timeout.as_secs()
             )));
         }
@@ -429,30 +480,56 @@ impl Verifier<'_> {
     }
 
     /// Runs and requires success; the error quotes the first problem.
-    fn passing(&self, chapter: &Chapter<'_>, dir: &Path, extra: &[String]) -> Result<Report> {
-        let run = self.run(chapter, dir, extra)?;
+    fn passing(
+        &self,
+        chapter: &Chapter,
+        proof: &str,
+        dir: &Path,
+        program: &[String],
+        extra: &[String],
+    ) -> Result<Report> {
+        let run = self.run(chapter, proof, dir, program, extra)?;
         let report = libtest::parse(&run.output);
         if run.success {
             return Ok(report);
         }
+        let shown = program.join(" ");
         Err(Error::check_failed(
             match (report.first_error(), report.failed.first()) {
                 (Some(error), _) => format!(
-                    "the target does not compile: {} at {}",
+                    "`{shown}` does not compile: {} at {}",
                     error.message,
                     error.location.as_deref().unwrap_or("?")
                 ),
                 (None, Some(failure)) => {
-                    format!("the target fails `{}`: {}", failure.name, failure.message)
+                    format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
                 }
-                (None, None) => format!(
-                    "`{}` failed:\n{}",
-                    chapter.manifest.run.join(" "),
-                    tail(&run.output)
-                ),
+                (None, None) => format!("`{shown}` failed:\n{}", tail(&run.output)),
             },
         ))
     }
+}
+
+/// `relative` below `root`, refusing a path that passes through a symlink:
+/// a fault is never written anywhere but the private copy.
+fn path_inside(root: &Path, relative: &str) -> Result<PathBuf> {
+    let mut path = root.to_path_buf();
+    for component in relative.split('/') {
+        path.push(component);
+        let meta = fs::symlink_metadata(&path)
+            .map_err(error::io(format!("cannot inspect {}", path.display())))?;
+        if meta.file_type().is_symlink() {
+            return Err(Error::bad_input(format!(
+                "{relative} passes through the symlink {} in the target tree: faults are applied to real files only",
+                path.display()
+            )));
+        }
+    }
+    Ok(path)
+}
+
+fn command(words: &[&str]) -> Vec<String> {
+    words.iter().map(|word| word.to_string()).collect()
 }
 
 fn expect_count(expected: Option<usize>, report: &Report, what: &str) -> Result<()> {
@@ -465,8 +542,9 @@ fn expect_count(expected: Option<usize>, report: &Report, what: &str) -> Result<
     }
 }
 
-/// Compares a practice folder with the trees it was made from.
-fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<String>> {
+/// Compares a practice folder with the trees it was made from: no tooling,
+/// no `.git`, every file the base tree's (or the focused test, or the guide).
+fn differences(repo: &CourseRepo, chapter: &Chapter, dir: &Path) -> Result<Vec<String>> {
     let git = &repo.git;
     let manifest = &chapter.manifest;
     let base = chapter.checkpoint.base(manifest.mode);
@@ -478,20 +556,9 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
     let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.guide);
 
     let mut problems = Vec::new();
-    for forbidden in [".git", "checkpoints"] {
+    for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
         if fs::symlink_metadata(dir.join(forbidden)).is_ok() {
             problems.push(format!("the practice folder holds `{forbidden}`"));
-        }
-    }
-    for teaching in &manifest.teaching_files {
-        let path = teaching.under(dir);
-        let base_content = tree::file_at(git, &base_tree, teaching.as_str())?;
-        let practice_content = fs::read(&path).ok();
-        if practice_content != base_content {
-            problems.push(format!(
-                "teaching file {teaching} differs from {}'s",
-                base.short
-            ));
         }
     }
     let mut seen = BTreeSet::new();
@@ -523,7 +590,7 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
             expected.remove(&relative)
         };
         let Some(wanted) = wanted else {
-            problems.push(format!("{shown} is not in {}'s tree", base.short));
+            problems.push(format!("{shown} is not in {}'s learner world", base.short));
             continue;
         };
         if blob_of(entry.path())? != (wanted.oid, normal_mode(wanted.mode)) {
@@ -536,7 +603,7 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
         }
     }
     if !seen.contains(&focused) {
-        problems.push(format!("the focused test {focused:?} is missing"));
+        problems.push(format!("the focused test {} is missing", focused.display()));
     }
     expected.remove(&focused);
     problems.extend(
@@ -548,6 +615,107 @@ fn leaks(repo: &CourseRepo, chapter: &Chapter<'_>, dir: &Path) -> Result<Vec<Str
     Ok(problems)
 }
 
+/// The item kinds whose names count as a layer's public names.
+const ITEM_KINDS: [&str; 8] = [
+    "fn", "struct", "enum", "trait", "type", "const", "static", "mod",
+];
+
+/// Top-level public item names of a Rust source (`pub fn name`, `pub struct
+/// Name`, …, also `pub(crate)`), in the order they appear.
+pub fn public_names(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix("pub ")
+                .or_else(|| line.strip_prefix("pub(crate) "))?;
+            let rest = rest
+                .trim_start_matches("async ")
+                .trim_start_matches("unsafe ");
+            let (kind, rest) = rest.split_once(' ')?;
+            ITEM_KINDS.contains(&kind).then_some(())?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// The public names the layer adds to its teaching files, with the file
+/// that adds each.
+fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, String>> {
+    let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
+    let target = repo.tree_of(chapter.checkpoint.target.oid)?;
+    let names_in = |tree: &git2::Tree<'_>, path: &str| -> Result<BTreeSet<String>> {
+        let source = tree::file_at(&repo.git, tree, path)?.unwrap_or_default();
+        Ok(public_names(&String::from_utf8_lossy(&source))
+            .into_iter()
+            .collect())
+    };
+    let mut before = BTreeSet::new();
+    for teaching in &chapter.manifest.teaching_files {
+        before.extend(names_in(&parent, teaching.as_str())?);
+    }
+    let mut added = BTreeMap::new();
+    for teaching in &chapter.manifest.teaching_files {
+        for name in names_in(&target, teaching.as_str())? {
+            if !before.contains(&name) {
+                added.entry(name).or_insert_with(|| teaching.to_string());
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// Every file of the practice folder but the focused test and the guide
+/// that mentions one of `names` as a whole word.
+fn name_leaks(
+    chapter: &Chapter,
+    dir: &Path,
+    names: &BTreeMap<String, String>,
+) -> Result<Vec<String>> {
+    let allowed = [
+        PathBuf::from(chapter.manifest.focused_test.as_str()),
+        PathBuf::from(chapter::GUIDE_FILE),
+    ];
+    let mut problems = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).min_depth(1) {
+        let entry = entry.map_err(|error| {
+            Error::check_failed(format!("cannot walk {}: {error}", dir.display()))
+        })?;
+        let relative = entry.path().strip_prefix(dir).expect("below its root");
+        if !entry.file_type().is_file() || allowed.iter().any(|path| path == relative) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(
+            &fs::read(entry.path())
+                .map_err(error::io(format!("cannot read {}", entry.path().display())))?,
+        )
+        .into_owned();
+        for (name, teaching) in names {
+            if contains_word(&text, name) {
+                problems.push(format!(
+                    "`{name}` (added to {teaching} by the layer) appears in {}",
+                    relative.display()
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// True when `word` occurs in `text` with no identifier character on either side.
+pub fn contains_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
 /// The blob id and git mode a file on disk would have.
 fn blob_of(path: &Path) -> Result<(Oid, i32)> {
     let meta = fs::symlink_metadata(path)
@@ -555,12 +723,17 @@ fn blob_of(path: &Path) -> Result<(Oid, i32)> {
     let (content, mode) = if meta.file_type().is_symlink() {
         let target =
             fs::read_link(path).map_err(error::io(format!("cannot read {}", path.display())))?;
-        (target.as_os_str().as_bytes().to_vec(), 0o120000)
+        (target.as_os_str().as_bytes().to_vec(), tree::MODE_SYMLINK)
     } else {
         let executable = meta.permissions().mode() & 0o111 != 0;
         let content =
             fs::read(path).map_err(error::io(format!("cannot read {}", path.display())))?;
-        (content, if executable { 0o100755 } else { 0o100644 })
+        let mode = if executable {
+            tree::MODE_EXECUTABLE
+        } else {
+            tree::MODE_FILE
+        };
+        (content, mode)
     };
     let oid =
         Oid::hash_object(ObjectType::Blob, &content).map_err(error::git("cannot hash a file"))?;
@@ -569,10 +742,14 @@ fn blob_of(path: &Path) -> Result<(Oid, i32)> {
 
 /// Git's legacy group-writable mode counts as a plain file.
 fn normal_mode(mode: i32) -> i32 {
-    if mode == 0o100664 { 0o100644 } else { mode }
+    if mode == tree::MODE_GROUP_WRITABLE {
+        tree::MODE_FILE
+    } else {
+        mode
+    }
 }
 
-fn progress(id: &str, message: &str) {
+fn progress(id: ChapterId, message: &str) {
     eprintln!("[{id}] {message}");
 }
 
@@ -590,18 +767,21 @@ fn tail(output: &str) -> String {
 
 fn print_table(summary: &Summary) {
     println!();
-    print!("{:<8}", "chapter");
+    let mut header = format!("{:<8}", "chapter");
     for proof in PROOFS {
-        print!("{proof:<16}");
+        header.push_str(&format!("{proof:<14}"));
     }
-    println!();
+    println!("{}", header.trim_end());
     for chapter in &summary.chapters {
-        print!("{:<8}", chapter.id);
+        let mut row = format!("{:<8}", chapter.id.to_string());
         for proof in &chapter.proofs {
             let mark = if proof.passed { "pass" } else { "FAIL" };
-            print!("{:<16}", format!("{mark} {:>6.1}s", proof.seconds));
+            row.push_str(&format!(
+                "{:<14}",
+                format!("{mark} {:>5.1}s", proof.seconds)
+            ));
         }
-        println!();
+        println!("{}", row.trim_end());
     }
     for chapter in &summary.chapters {
         for proof in chapter.proofs.iter().filter(|proof| !proof.passed) {
@@ -614,4 +794,40 @@ fn print_table(summary: &Summary) {
         "some proofs failed"
     };
     println!("\n{verdict}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_names_are_the_top_level_pub_items() {
+        let source = "pub fn text_of(m: &M) -> String {}\npub struct Usage {\n    pub input: u64,\n}\n\
+                      pub(crate) enum Kind {}\npub mod types;\npub use x::Y;\nfn private() {}\n    pub fn method() {}\n\
+                      pub const EMPTY_USAGE: Usage = Usage;\npub trait Model {}\npub type Alias = u8;\n";
+        assert_eq!(
+            public_names(source),
+            [
+                "text_of",
+                "Usage",
+                "Kind",
+                "types",
+                "EMPTY_USAGE",
+                "Model",
+                "Alias"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_word_is_found_only_between_non_identifier_characters() {
+        assert!(contains_word("use course::types::{text};", "text"));
+        assert!(contains_word("text", "text"));
+        assert!(!contains_word("text_stream(texts)", "text"));
+        assert!(!contains_word("context", "text"));
+        assert!(
+            !contains_word("日本text語", "text"),
+            "letters of any script continue an identifier"
+        );
+    }
 }

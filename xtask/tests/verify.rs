@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ANSWER, Fixture, tiny_course};
+use common::{ANSWER, Fixture, tiny_course, tiny_course_with};
 use serde_json::json;
 
 /// Runs `verify --json` and returns (exit code, proof → (passed, detail)).
@@ -37,16 +37,22 @@ fn an_honest_checkpoint_passes_every_proof() {
     let (code, proofs, stderr) = verify(&fixture);
     assert_eq!(code, 0, "{proofs:#?}\n{stderr}");
     let names: Vec<&str> = proofs.iter().map(|(name, _, _)| name.as_str()).collect();
-    assert_eq!(names, ["red", "green", "steps", "faults", "leak"]);
+    assert_eq!(names, ["parent", "red", "green", "steps", "faults", "leak"]);
     assert!(proofs.iter().all(|(_, passed, _)| *passed));
     assert!(
-        stderr.contains("[01] red: building parent"),
+        stderr.contains(
+            "[01] red: `cargo test -p course --test focused` in target/xtask-verify/01/red"
+        ),
         "progress lines: {stderr}"
     );
 
     let table = fixture.xtask(&["verify", "01"]);
     table.success();
-    assert!(table.stdout.contains("chapter red"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("chapter parent        red"),
+        "{}",
+        table.stdout
+    );
     assert!(table.stdout.contains("every checkpoint is honest"));
 }
 
@@ -81,7 +87,7 @@ fn a_target_that_fails_fails_green() {
     let (proof, detail) = only_failure(&proofs);
     assert_eq!(proof, "green", "the `adds` step still passes");
     assert!(
-        detail.contains("the target fails `doubles`") && detail.contains("left: 12"),
+        detail.contains("fails `doubles`") && detail.contains("left: 12"),
         "{detail}"
     );
 }
@@ -142,33 +148,153 @@ fn a_fault_whose_text_is_missing_fails_faults() {
 }
 
 #[test]
-fn a_focused_test_that_carries_the_answer_fails_leak() {
-    // Declaring the focused test a teaching file means practice hands out the answer's file.
-    let fixture = tiny_course("", ANSWER, |manifest| {
-        manifest["teachingFiles"] = json!(["course/src/lib.rs", "course/tests/focused.rs"]);
-    });
+fn a_parent_whose_own_tests_fail_fails_parent() {
+    let broken = "#[test]\nfn earlier_chapter() {\n    assert_eq!(1 + 1, 3);\n}\n";
+    let fixed = "#[test]\nfn earlier_chapter() {\n    assert_eq!(1 + 1, 2);\n}\n";
+    let fixture = tiny_course_with(
+        &[
+            ("course/src/lib.rs", ""),
+            ("course/tests/earlier.rs", broken),
+        ],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/earlier.rs", fixed),
+        ],
+        |_| {},
+    );
     let (code, proofs, _) = verify(&fixture);
     assert_eq!(code, 1);
     let (proof, detail) = only_failure(&proofs);
-    assert_eq!(proof, "leak");
+    assert_eq!(proof, "parent");
     assert!(
-        detail.contains("teaching file course/tests/focused.rs differs"),
+        detail.contains("`cargo test --workspace` fails `earlier_chapter`"),
         "{detail}"
     );
 }
 
 #[test]
-fn an_unknown_chapter_is_bad_input_and_a_missing_checkpoint_fails() {
+fn a_failing_test_beside_the_focused_one_fails_green() {
+    let passing = "#[test]\nfn earlier_chapter() {}\n";
+    let failing = "#[test]\nfn earlier_chapter() {\n    panic!(\"broken by the layer\");\n}\n";
+    let fixture = tiny_course_with(
+        &[
+            ("course/src/lib.rs", ""),
+            ("course/tests/earlier.rs", passing),
+        ],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/earlier.rs", failing),
+        ],
+        |_| {},
+    );
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let (proof, detail) = only_failure(&proofs);
+    assert_eq!(proof, "green");
+    assert!(detail.contains("broken by the layer"), "{detail}");
+}
+
+#[test]
+fn a_name_the_layer_adds_found_in_another_practice_file_fails_leak() {
+    let hint = "// The next chapter will double it.\n#[test]\nfn earlier_chapter() {}\n";
+    let fixture = tiny_course_with(
+        &[("course/src/lib.rs", ""), ("course/tests/earlier.rs", hint)],
+        &[("course/src/lib.rs", ANSWER)],
+        |_| {},
+    );
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let (proof, detail) = only_failure(&proofs);
+    assert_eq!(proof, "leak");
+    assert_eq!(
+        detail,
+        "`double` (added to course/src/lib.rs by the layer) appears in course/tests/earlier.rs"
+    );
+}
+
+#[test]
+fn a_manifest_that_would_leak_or_misspells_a_key_is_bad_input() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["teachingFiles"] = json!(["course/src/lib.rs", "course/tests/focused.rs"]);
+    });
+    fixture.xtask(&["verify"]).fails_with(
+        2,
+        &["`focusedTest` course/tests/focused.rs is also a teaching file"],
+    );
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["expectedTest"] = manifest["expectedTests"].take();
+        manifest.as_object_mut().unwrap().remove("expectedTests");
+    });
+    fixture.xtask(&["verify"]).fails_with(
+        2,
+        &[
+            "unknown key `expectedTest`: did you mean `expectedTests`?",
+            "checkpoint.json:1:",
+        ],
+    );
+    let fixture = tiny_course("", ANSWER, |manifest| manifest["run"] = json!([]));
+    fixture
+        .xtask(&["verify"])
+        .fails_with(2, &["`run` is empty"]);
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["teachingFiles"] = json!(["course/src/lib.rs", "course/src/gone.rs"]);
+    });
+    fixture.xtask(&["verify"]).fails_with(
+        2,
+        &["names `course/src/gone.rs` that target", "does not have"],
+    );
+}
+
+#[test]
+fn a_second_verify_of_the_same_repository_is_refused_while_the_first_runs() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let work = fixture.root().join("target/xtask-verify");
+    std::fs::create_dir_all(&work).unwrap();
+    let held = std::fs::File::create(work.join("lock")).unwrap();
+    held.lock().unwrap();
+    fixture.xtask(&["verify"]).fails_with(
+        2,
+        &[
+            "another `cargo xtask verify` is running",
+            "wait for it to finish",
+        ],
+    );
+    drop(held);
+}
+
+#[test]
+fn an_unknown_chapter_and_a_missing_checkpoint_are_bad_input() {
     let fixture = tiny_course("", ANSWER, |_| {});
     fixture
         .xtask(&["verify", "09"])
         .fails_with(2, &["unknown chapter 09", "01"]);
     fixture.write_manifest("02", &common::manifest("02", "x.rs", &[]));
-    let run = fixture.xtask(&["verify", "02"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    fixture.xtask(&["verify", "02"]).fails_with(
+        2,
+        &["no commit reachable from HEAD has a subject starting with `course(02):`"],
+    );
+}
+
+#[test]
+fn a_fault_in_a_symlinked_teaching_file_is_never_written_through() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let outside = fixture.dir.path().join("outside.rs");
+    std::fs::write(&outside, ANSWER).unwrap();
+    std::fs::remove_file(fixture.root().join("course/src/lib.rs")).unwrap();
+    fixture.symlink(outside.to_str().unwrap(), "course/src/lib.rs");
+    fixture.commit("course(01): add and double, through a link");
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let faults = proofs.iter().find(|(name, _, _)| name == "faults").unwrap();
+    assert!(!faults.1);
     assert!(
-        run.stdout.contains("no commit reachable from HEAD"),
+        faults.2.contains("passes through the symlink"),
         "{}",
-        run.stdout
+        faults.2
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        ANSWER,
+        "the outside file is untouched"
     );
 }

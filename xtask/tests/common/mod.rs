@@ -192,6 +192,20 @@ pub fn tiny_course(
     target_lib: &str,
     patch: impl FnOnce(&mut serde_json::Value),
 ) -> Fixture {
+    tiny_course_with(
+        &[("course/src/lib.rs", parent_lib)],
+        &[("course/src/lib.rs", target_lib)],
+        patch,
+    )
+}
+
+/// [`tiny_course`] with any files written at the parent (on top of the
+/// workspace skeleton) and at the target (on top of the parent's).
+pub fn tiny_course_with(
+    parent_files: &[(&str, &str)],
+    target_files: &[(&str, &str)],
+    patch: impl FnOnce(&mut serde_json::Value),
+) -> Fixture {
     let fixture = Fixture::empty();
     fixture.write(
         "Cargo.toml",
@@ -201,10 +215,14 @@ pub fn tiny_course(
         "course/Cargo.toml",
         "[package]\nname = \"course\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
     );
-    fixture.write("course/src/lib.rs", parent_lib);
     fixture.write(".gitignore", "/target\n");
+    for (path, content) in parent_files {
+        fixture.write(path, content);
+    }
     fixture.commit("Skeleton");
-    fixture.write("course/src/lib.rs", target_lib);
+    for (path, content) in target_files {
+        fixture.write(path, content);
+    }
     fixture.write("course/tests/focused.rs", FOCUSED);
     fixture.commit("course(01): add and double");
     let mut manifest = serde_json::json!({
