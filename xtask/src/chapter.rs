@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::learner_text;
 use crate::locate::Checkpoint;
 use crate::manifest::{self, ChapterId, Manifest};
 use crate::repo::CourseRepo;
@@ -143,19 +144,14 @@ impl ChapterFolder {
 
 /// The guide with a header naming the chapter, its commits and focused test.
 pub fn guide_with_header(manifest: &Manifest, checkpoint: &Checkpoint, guide: &str) -> String {
-    format!(
-        "> 第 {id} 章 · {title}\n\
-         > 起点 parent: `{parent}` {parent_subject}\n\
-         > 终点 target: `{target}` {target_subject}\n\
-         > 聚焦测试: `{test}`\n\n{guide}",
-        id = manifest.id,
-        title = manifest.title,
-        parent = checkpoint.parent.short,
-        parent_subject = checkpoint.parent.subject,
-        target = checkpoint.target.short,
-        target_subject = checkpoint.target.subject,
-        test = manifest.focused_test,
-    )
+    let header = learner_text::guide_header(
+        &manifest.id.to_string(),
+        &manifest.title,
+        (&checkpoint.parent.short, &checkpoint.parent.subject),
+        (&checkpoint.target.short, &checkpoint.target.subject),
+        manifest.focused_test.as_str(),
+    );
+    format!("{header}{guide}")
 }
 
 /// Checks the manifest against the target commit: the focused test and

@@ -1,15 +1,21 @@
 //! `check NN DIR`: where the learner stands, not raw cargo noise — does it
 //! compile (and which teaching file each error belongs to), which steps are
-//! green, and the first deviation of the first failing test.
+//! green, and the first deviation of the first failing test. The report is
+//! the learner's, so it speaks the course's language ([`learner_text`]).
+//!
+//! The lab is built in its own target folder (`DIR/target`), whatever
+//! `CARGO_TARGET_DIR` says: no other build can make it look green.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
+use crate::learner_text as say;
 use crate::libtest::{self, CompileError, Failure, Report};
+use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::practice::display_path;
 use crate::repo::CourseRepo;
@@ -22,7 +28,11 @@ use crate::watch::{self, Watcher};
 struct Position {
     chapter: String,
     title: String,
+    /// False when the focused test is not in the lab (nothing was run).
+    focused_test_present: bool,
+    /// True when the tests compiled and ran.
     compiled: bool,
+    timed_out: bool,
     errors: Vec<ErrorAt>,
     steps: Vec<StepStatus>,
     first_failure: Option<Failure>,
@@ -39,6 +49,8 @@ struct Position {
 struct ErrorAt {
     message: String,
     location: Option<String>,
+    /// rustc's suggestions, e.g. "a struct with a similar name exists".
+    help: Vec<String>,
     /// The teaching file that the error asks the learner to write or fix.
     teaching_file: Option<String>,
 }
@@ -53,97 +65,251 @@ struct StepStatus {
     green: bool,
 }
 
-/// Runs the command: exit 0 only when the whole chapter passes. With
-/// `--watch` it reports again after every edit until interrupted (Ctrl-C
-/// ends it; nothing is left behind).
 impl cli::Check {
-    /// Runs the command.
+    /// Runs the command: exit 0 only when the whole chapter passes. With
+    /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self)
+        let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
+        let lab = find_lab(repo, &self.dir, &manifest)?;
+        if !self.watch {
+            let position = self.check(repo, &manifest, &lab)?;
+            self.print(&position);
+            return if position.complete {
+                Ok(())
+            } else {
+                Err(Error::check_failed(say::not_complete(
+                    &manifest.id.to_string(),
+                )))
+            };
+        }
+        let mut watcher = Watcher::new(&lab);
+        loop {
+            if !lab.is_dir() {
+                return Err(Error::bad_input(say::lab_vanished(&display_path(&lab))));
+            }
+            eprintln!("{}", say::checking(&display_path(&lab)));
+            let position = self.check(repo, &manifest, &lab)?;
+            if !self.json {
+                // Clear the screen so only the newest report shows.
+                print!("\x1b[2J\x1b[H");
+            }
+            self.print(&position);
+            if !self.json {
+                println!("\n{}", say::watching(&display_path(&lab)));
+            }
+            watcher.wait(watch::POLL, watch::QUIET, None);
+        }
+    }
+
+    fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
+        let mut position = Position {
+            chapter: manifest.id.to_string(),
+            title: manifest.title.clone(),
+            focused_test_present: manifest.focused_test.under(lab).is_file(),
+            compiled: false,
+            timed_out: false,
+            errors: Vec::new(),
+            steps: Vec::new(),
+            first_failure: None,
+            passed: 0,
+            expected: manifest.expected_tests,
+            complete: false,
+            output: String::new(),
+        };
+        if !position.focused_test_present {
+            position.output = restore_hint(repo, manifest, lab);
+            return Ok(position);
+        }
+        let target = lab.join("target");
+        let run = Invocation {
+            command: &manifest.run,
+            extra: &[],
+            dir: lab,
+            target_dir: Some(&target),
+            timeout: self.timeout(),
+        }
+        .run()?;
+        let report = libtest::parse(&run.output);
+        position.timed_out = run.timed_out;
+        position.compiled = report.compiled && report.ran;
+        position.complete = run.success
+            && report.failed.is_empty()
+            && manifest
+                .expected_tests
+                .is_none_or(|count| report.passed.len() == count);
+        position.errors = errors_at(&report, &manifest.teaching_files);
+        position.steps = steps(manifest, &report);
+        position.first_failure = report.failed.first().cloned();
+        position.passed = report.passed.len();
+        position.output = run.output;
+        Ok(position)
+    }
+
+    fn print(&self, position: &Position) {
+        if self.verbose {
+            println!("{}", position.output);
+        }
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(position).expect("the position serializes")
+            );
+            return;
+        }
+        println!("{}", say::heading(&position.chapter, &position.title));
+        if !position.focused_test_present {
+            println!("{}", position.output);
+            return;
+        }
+        if position.timed_out {
+            println!("{}", say::timed_out(self.timeout()));
+        } else if position.compiled {
+            println!("{}", say::COMPILES);
+        } else if !position.errors.is_empty() {
+            println!("{}", say::does_not_compile(position.errors.len()));
+            for error in position.errors.iter().take(5) {
+                println!("  {}", say::error_line(&error.message));
+                println!(
+                    "    {}",
+                    say::error_location(error.location.as_deref(), error.teaching_file.as_deref())
+                );
+                for help in &error.help {
+                    println!("    {}", say::help_line(help));
+                }
+            }
+        }
+        print_steps(&position.steps);
+        if let Some(failure) = &position.first_failure {
+            println!("{}", say::first_failure(&failure.name));
+            for line in failure.message.lines() {
+                println!("  {line}");
+            }
+        }
+        if position.complete {
+            println!("{}", say::complete(position.passed, &position.chapter));
+        } else if !position.timed_out
+            && position.first_failure.is_none()
+            && position.errors.is_empty()
+        {
+            println!("{}", say::FAILED_WITHOUT_A_TEST);
+            let tail: Vec<&str> = position.output.lines().rev().take(10).collect();
+            for line in tail.iter().rev() {
+                println!("  {line}");
+            }
+        } else {
+            println!("{}", say::NEXT);
+        }
     }
 }
 
-fn run(repo: &CourseRepo, options: &cli::Check) -> Result<()> {
-    let manifest = chapter::find(&repo.checkpoints_dir(), options.id)?.load()?;
-    let dir = &options.dir;
-    if !dir.is_dir() {
-        return Err(Error::bad_input(format!(
-            "{} is not a practice folder: create one with `cargo xtask practice {} {}`",
-            dir.display(),
-            manifest.id,
-            dir.display()
+fn print_steps(steps: &[StepStatus]) {
+    if steps.is_empty() {
+        return;
+    }
+    println!("{}", say::STEPS);
+    let width = steps
+        .iter()
+        .map(|step| step.filter.chars().count())
+        .max()
+        .unwrap_or(0);
+    for step in steps {
+        let mark = if step.green { " ✓" } else { "" };
+        let pad = width - step.filter.chars().count();
+        println!(
+            "  {} {}{} {}/{}{mark}",
+            step.id,
+            step.filter,
+            " ".repeat(pad),
+            step.passed,
+            step.expected
+        );
+    }
+}
+
+/// Resolves DIR against the current folder, then against the repository
+/// root; refuses the repository itself and folders that are not labs.
+fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
+    let here = std::env::current_dir().unwrap_or_default();
+    let root = repo
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| repo.root.clone());
+    let id = manifest.id.to_string();
+    let found = [here.join(dir), repo.root.join(dir)]
+        .into_iter()
+        .find(|candidate| candidate.is_dir())
+        .and_then(|candidate| candidate.canonicalize().ok());
+    let Some(lab) = found else {
+        return Err(Error::bad_input(say::no_such_lab(
+            &dir.display().to_string(),
+            &id,
+            &root.display().to_string(),
+            &labs_in_sight(&here, &root),
+        )));
+    };
+    if lab == root || root.starts_with(&lab) {
+        return Err(Error::bad_input(say::is_the_repository(
+            &lab.display().to_string(),
+            &id,
+            &labs_in_sight(&here, &root),
         )));
     }
-    if !options.watch {
-        let position = check(&manifest, dir, options)?;
-        print(&position, options);
-        return if position.complete {
-            Ok(())
-        } else {
-            Err(Error::check_failed(format!(
-                "chapter {} is not complete yet",
-                manifest.id
-            )))
-        };
+    if !is_lab(&lab) {
+        return Err(Error::bad_input(say::not_a_lab(
+            &lab.display().to_string(),
+            &id,
+            &labs_in_sight(&here, &root),
+        )));
     }
-    let mut watcher = Watcher::new(dir);
-    loop {
-        eprintln!("checking {} …", display_path(dir));
-        let position = check(&manifest, dir, options)?;
-        if !options.json {
-            // Clear the screen so only the newest report shows.
-            print!("\x1b[2J\x1b[H");
-        }
-        print(&position, options);
-        if !options.json {
-            println!(
-                "\nwatching {} for changes (Ctrl-C to stop)",
-                display_path(dir)
-            );
-        }
-        watcher.wait(watch::POLL, watch::QUIET, None);
+    Ok(lab)
+}
+
+/// A practice folder: a learner's workspace with the chapter's guide.
+fn is_lab(dir: &Path) -> bool {
+    dir.join(chapter::GUIDE_FILE).is_file() && dir.join("Cargo.toml").is_file()
+}
+
+/// The labs directly below the current folder and the repository root.
+fn labs_in_sight(here: &Path, root: &Path) -> Vec<String> {
+    let mut labs: Vec<String> = [here, root]
+        .into_iter()
+        .filter_map(|folder| std::fs::read_dir(folder).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.path())
+        .filter(|path| is_lab(path))
+        .map(|path| display_path(&path))
+        .collect();
+    labs.sort();
+    labs.dedup();
+    labs
+}
+
+/// How to bring a deleted focused test back.
+fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> String {
+    let test = &manifest.focused_test;
+    match locate::locate(&repo.git, manifest.id) {
+        Ok(checkpoint) => say::focused_test_missing(
+            test.as_str(),
+            &repo.root.display().to_string(),
+            &checkpoint.target.short,
+            &lab.display().to_string(),
+        ),
+        Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
     }
 }
 
-fn check(manifest: &Manifest, dir: &Path, options: &cli::Check) -> Result<Position> {
-    let run = Invocation {
-        command: &manifest.run,
-        extra: &[],
-        dir,
-        target_dir: None,
-        timeout: options.timeout(),
-    }
-    .run()?;
-    let report = libtest::parse(&run.output);
-    let expected = manifest.expected_tests;
-    let complete = run.success
-        && report.failed.is_empty()
-        && expected.is_none_or(|count| report.passed.len() == count);
-    let mut output = run.output;
-    if run.timed_out {
-        output.push_str(&format!("\n(stopped after {}s)\n", options.timeout));
-    }
-    Ok(Position {
-        chapter: manifest.id.to_string(),
-        title: manifest.title.clone(),
-        compiled: report.compiled,
-        errors: report
-            .errors
-            .iter()
-            .map(|error| ErrorAt {
-                message: error.message.clone(),
-                location: error.location.clone(),
-                teaching_file: teaching_file_for(error, &manifest.teaching_files)
-                    .map(|file| file.to_string()),
-            })
-            .collect(),
-        steps: steps(manifest, &report),
-        first_failure: report.failed.first().cloned(),
-        passed: report.passed.len(),
-        expected,
-        complete,
-        output,
-    })
+fn errors_at(report: &Report, teaching: &[RepoPath]) -> Vec<ErrorAt> {
+    report
+        .errors
+        .iter()
+        .map(|error| ErrorAt {
+            message: error.message.clone(),
+            location: error.location.clone(),
+            help: error.help.clone(),
+            teaching_file: teaching_file_for(error, teaching).map(|file| file.to_string()),
+        })
+        .collect()
 }
 
 fn steps(manifest: &Manifest, report: &Report) -> Vec<StepStatus> {
@@ -155,7 +321,7 @@ fn steps(manifest: &Manifest, report: &Report) -> Vec<StepStatus> {
             StepStatus {
                 id: step.id.clone(),
                 filter: if step.filter.is_empty() {
-                    "all".to_string()
+                    say::ALL_TESTS.to_string()
                 } else {
                     step.filter.clone()
                 },
@@ -170,10 +336,10 @@ fn steps(manifest: &Manifest, report: &Report) -> Vec<StepStatus> {
 /// The teaching file an error belongs to: the file it is in, or the module
 /// it names (`course::types` → `course/src/types.rs`).
 fn teaching_file_for<'a>(error: &CompileError, teaching: &'a [RepoPath]) -> Option<&'a RepoPath> {
-    if let Some(file) = error.file() {
-        if let Some(found) = teaching.iter().find(|path| path.as_str() == file) {
-            return Some(found);
-        }
+    if let Some(file) = error.file()
+        && let Some(found) = teaching.iter().find(|path| path.as_str() == file)
+    {
+        return Some(found);
     }
     let stem = |path: &RepoPath| {
         Path::new(path.as_str())
@@ -190,72 +356,4 @@ fn teaching_file_for<'a>(error: &CompileError, teaching: &'a [RepoPath]) -> Opti
     });
     // Anything else the focused test can't find is the crate root's to export.
     named.or_else(|| teaching.iter().find(|path| stem(path) == "lib"))
-}
-
-fn print(position: &Position, options: &cli::Check) {
-    if options.verbose {
-        println!("{}", position.output);
-    }
-    if options.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(position).expect("the position serializes")
-        );
-        return;
-    }
-    println!("Chapter {} · {}", position.chapter, position.title);
-    if position.compiled {
-        println!("✓ compiles");
-    } else {
-        println!("✗ does not compile ({} error(s))", position.errors.len());
-        for error in position.errors.iter().take(5) {
-            println!("  error: {}", error.message);
-            let location = error.location.as_deref().unwrap_or("(no location)");
-            match &error.teaching_file {
-                Some(file) => println!("    at {location} → belongs to {file}"),
-                None => println!("    at {location}"),
-            }
-        }
-    }
-    if !position.steps.is_empty() {
-        println!("Steps:");
-        let width = position
-            .steps
-            .iter()
-            .map(|step| step.filter.chars().count())
-            .max()
-            .unwrap_or(0);
-        for step in &position.steps {
-            let mark = if step.green { " ✓" } else { "" };
-            let pad = width - step.filter.chars().count();
-            println!(
-                "  {} {}{} {}/{}{mark}",
-                step.id,
-                step.filter,
-                " ".repeat(pad),
-                step.passed,
-                step.expected
-            );
-        }
-    }
-    if let Some(failure) = &position.first_failure {
-        println!("First failing test: {}", failure.name);
-        for line in failure.message.lines() {
-            println!("  {line}");
-        }
-    }
-    if position.complete {
-        println!(
-            "All {} focused tests pass: chapter {} is complete.",
-            position.passed, position.chapter
-        );
-    } else if position.compiled && position.first_failure.is_none() && position.errors.is_empty() {
-        let tail: Vec<&str> = position.output.lines().rev().take(10).collect();
-        println!("The run failed without a test failure; its last lines:");
-        for line in tail.iter().rev() {
-            println!("  {line}");
-        }
-    } else {
-        println!("Next: predict what your next small change will do to this report, then make it.");
-    }
 }

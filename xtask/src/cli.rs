@@ -81,7 +81,7 @@ pub struct Verify {
     #[arg(long)]
     pub json: bool,
     /// Seconds one focused run may take before it is stopped.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
 }
 
@@ -103,7 +103,7 @@ pub struct Check {
     #[arg(long)]
     pub json: bool,
     /// Seconds one focused run may take before it is stopped.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
 }
 

@@ -20,16 +20,9 @@ use std::path::Path;
 use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
+use crate::learner_text as say;
 use crate::manifest::ChapterId;
 use crate::repo::CourseRepo;
-
-/// The rung names, level 1 to 4.
-pub const LEVELS: [&str; 4] = [
-    "locate the file",
-    "the signature",
-    "pseudocode",
-    "partial code",
-];
 
 /// The hints of one step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +32,6 @@ pub struct StepHints {
     pub levels: Vec<String>,
 }
 
-/// Runs the command.
 impl cli::Hint {
     /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
@@ -63,28 +55,21 @@ fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Resul
             known.join(", ")
         ))
     })?;
-    println!(
-        "Chapter {id}, step {} — hints up to level {level} of 4",
-        chosen.step
-    );
-    for (index, text) in chosen.levels.iter().take(usize::from(level)).enumerate() {
-        println!("\n[{}] {}", index + 1, LEVELS[index]);
+    let level = usize::from(level);
+    println!("{}", say::hint_heading(&id.to_string(), &chosen.step));
+    for (index, text) in chosen.levels.iter().take(level).enumerate() {
+        println!("\n{}", say::hint_rung(index + 1));
         for line in text.lines() {
             println!("  {line}");
         }
     }
-    if usize::from(level) < LEVELS.len() {
-        println!(
-            "\nStill stuck? Predict first, then ask for the next rung: cargo xtask hint {id} --step {} --level {}",
-            chosen.step,
-            level + 1
-        );
+    if level < say::HINT_LEVELS.len() {
+        println!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level));
+    } else {
+        println!("\n{}", say::HINT_LAST);
     }
     if step.is_none() && known.len() > 1 {
-        println!(
-            "(steps of this chapter: {}; choose one with --step)",
-            known.join(", ")
-        );
+        println!("{}", say::hint_steps(&known.join("、")));
     }
     Ok(())
 }
@@ -121,7 +106,7 @@ pub fn parse(text: &str) -> Result<Vec<StepHints>, (usize, String)> {
                 "a level comes before any `## step` heading".to_string(),
             ))?;
             let expected = step.levels.len() + 1;
-            if level.trim() != expected.to_string() || expected > LEVELS.len() {
+            if level.trim() != expected.to_string() || expected > say::HINT_LEVELS.len() {
                 return Err((
                     number,
                     format!("expected `### {expected}` (levels run 1 to 4, in order)"),
@@ -149,7 +134,7 @@ pub fn parse(text: &str) -> Result<Vec<StepHints>, (usize, String)> {
 
 fn close(step: Option<&StepHints>, heading: usize) -> Result<(), (usize, String)> {
     match step {
-        Some(step) if step.levels.len() != LEVELS.len() => Err((
+        Some(step) if step.levels.len() != say::HINT_LEVELS.len() => Err((
             heading,
             format!(
                 "step {} has {} of the 4 levels",

@@ -8,6 +8,8 @@ use serde::Serialize;
 pub struct Report {
     /// False when cargo stopped at a compiler error.
     pub compiled: bool,
+    /// True when a test binary started (`running N tests`): the tests compiled.
+    pub ran: bool,
     /// The compiler errors, in order, when it did not compile.
     pub errors: Vec<CompileError>,
     pub passed: Vec<String>,
@@ -20,6 +22,8 @@ pub struct CompileError {
     pub message: String,
     /// `path:line:column` as cargo prints it, relative to the workspace.
     pub location: Option<String>,
+    /// rustc's `help:` suggestions for this error, e.g. a similar name.
+    pub help: Vec<String>,
 }
 
 /// A failing test and its first deviation.
@@ -82,6 +86,9 @@ pub fn parse(output: &str) -> Report {
         ..Report::default()
     };
     let lines: Vec<&str> = output.lines().collect();
+    report.ran = lines.iter().any(|line| {
+        line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests"))
+    });
     if !report.compiled {
         report.errors = compile_errors(&lines);
     }
@@ -105,28 +112,63 @@ pub fn parse(output: &str) -> Report {
     report
 }
 
+/// The compiler errors, each once (cargo repeats an error when it compiles
+/// a file for several targets), with their `help:` lines.
 fn compile_errors(lines: &[&str]) -> Vec<CompileError> {
     let is_error = |line: &str| {
         line.starts_with("error[")
             || (line.starts_with("error: ") && !line.starts_with("error: could not compile"))
     };
-    lines
+    let mut errors: Vec<CompileError> = Vec::new();
+    for (start, line) in lines.iter().enumerate().filter(|(_, line)| is_error(line)) {
+        let message = line
+            .split_once(": ")
+            .map_or(*line, |(_, message)| message)
+            .to_string();
+        let block: Vec<&str> = lines[start + 1..]
+            .iter()
+            .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
+            .copied()
+            .collect();
+        let location = block
+            .iter()
+            .find_map(|line| line.trim_start().strip_prefix("--> "))
+            .map(str::to_string);
+        let help = block
+            .iter()
+            .enumerate()
+            .filter_map(|(at, line)| {
+                let (_, help) = line.split_once("help: ")?;
+                Some(match suggested_code(&block[at + 1..]) {
+                    Some(code) => format!("{help}: `{code}`"),
+                    None => help.to_string(),
+                })
+            })
+            .collect();
+        let error = CompileError {
+            message,
+            location,
+            help,
+        };
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+    }
+    errors
+}
+
+/// The first source line of the snippet that follows a `help:` line (rustc
+/// shows its suggested fix there), e.g. `add(x, x)`.
+fn suggested_code(after: &[&str]) -> Option<String> {
+    after
         .iter()
-        .enumerate()
-        .filter(|(_, line)| is_error(line))
-        .map(|(start, line)| {
-            let message = line
-                .split_once(": ")
-                .map_or(*line, |(_, message)| message)
-                .to_string();
-            let location = lines[start + 1..]
-                .iter()
-                .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
-                .find_map(|line| line.trim_start().strip_prefix("--> "))
-                .map(str::to_string);
-            CompileError { message, location }
+        .take_while(|line| !line.trim().is_empty() && !line.contains("help: "))
+        .find_map(|line| {
+            let (number, code) = line.split_once(" |")?;
+            let numbered =
+                !number.trim().is_empty() && number.trim().bytes().all(|b| b.is_ascii_digit());
+            numbered.then(|| code.trim().to_string())
         })
-        .collect()
 }
 
 /// The panic message printed in the `---- NAME stdout ----` section.
@@ -185,7 +227,7 @@ failures:
 test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
 ";
         let report = parse(output);
-        assert!(report.compiled);
+        assert!(report.compiled && report.ran);
         assert_eq!(report.passed, ["system_replay", "tests::inner"]);
         assert_eq!(report.failed.len(), 1);
         assert_eq!(
@@ -211,6 +253,26 @@ error[E0432]: unresolved import `course::types`
 error[E0432]: unresolved import `course::event_stream::AssistantMessageEventStream`
  --> course/tests/message_ir.rs:11:5
 
+error[E0412]: cannot find type `Usag` in this scope
+ --> course/src/types.rs:3:12
+  |
+3 |     usage: Usag,
+  |            ^^^^ help: a struct with a similar name exists: `Usage`
+
+error[E0432]: unresolved import `course::event_stream::AssistantMessageEventStream`
+ --> course/tests/message_ir.rs:11:5
+
+error[E0425]: cannot find function `ad` in this scope
+ --> src/lib.rs:3:5
+  |
+3 |     ad(x, x)
+  |     ^^
+  |
+help: a function with a similar name exists
+  |
+3 |     add(x, x)
+  |       +
+
 error: could not compile `course` (test \"message_ir\") due to 2 previous errors
 ";
         let report = parse(output);
@@ -222,11 +284,20 @@ error: could not compile `course` (test \"message_ir\") due to 2 previous errors
             Some("course/tests/message_ir.rs:12:13")
         );
         assert_eq!(error.file(), Some("course/tests/message_ir.rs"));
-        assert_eq!(report.errors.len(), 2);
+        assert_eq!(report.errors.len(), 4, "the repeated error is shown once");
+        assert_eq!(
+            report.errors[3].help,
+            ["a function with a similar name exists: `add(x, x)`"]
+        );
         assert_eq!(
             report.errors[1].location.as_deref(),
             Some("course/tests/message_ir.rs:11:5")
         );
+        assert_eq!(
+            report.errors[2].help,
+            ["a struct with a similar name exists: `Usage`"]
+        );
+        assert!(!report.ran);
         assert!(report.passed.is_empty() && report.failed.is_empty());
     }
 }

@@ -8,6 +8,7 @@ mod checkpoint;
 mod cli;
 mod error;
 mod hint;
+mod learner_text;
 mod libtest;
 mod list;
 mod locate;

@@ -25,10 +25,10 @@ fn check_follows_the_learner_from_red_to_green() {
     let red = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(red.code, 1, "{}{}", red.stdout, red.stderr);
     red.prints(&[
-        "✗ does not compile",
+        "✗ 还不能编译",
         "unresolved import",
-        "at course/tests/focused.rs:1:",
-        "→ belongs to course/src/lib.rs",
+        "位置 course/tests/focused.rs:1:",
+        "→ 要在 course/src/lib.rs 里解决",
         "1.1 adds 0/1",
     ]);
     assert!(
@@ -41,9 +41,9 @@ fn check_follows_the_learner_from_red_to_green() {
     let partial = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(partial.code, 1);
     partial.prints(&[
-        "✓ compiles",
+        "✓ 能编译",
         "1.1 adds 1/1 ✓",
-        "First failing test: doubles",
+        "第一个失败的测试：doubles",
         "left: 6",
         "right: 8",
     ]);
@@ -52,7 +52,7 @@ fn check_follows_the_learner_from_red_to_green() {
     fixture
         .xtask(&["check", "01", "lab"])
         .success()
-        .prints(&["All 2 focused tests pass"]);
+        .prints(&["全部 2 个聚焦测试通过：第 01 章完成。"]);
 
     let verbose = fixture.xtask(&["check", "01", "lab", "--verbose"]);
     assert!(
@@ -90,9 +90,67 @@ fn check_shows_a_panic_message_and_reports_json() {
 #[test]
 fn check_without_a_practice_folder_is_bad_input() {
     let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.xtask(&["check", "01", "nowhere"]).fails_with(
+        2,
+        &["找不到练习目录 nowhere", "cargo xtask practice 01 ./lab"],
+    );
+}
+
+#[test]
+fn check_finds_the_lab_from_a_subfolder_and_refuses_what_is_not_a_lab() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab_with(&fixture, Some(ANSWER));
+    let course = fixture.root().join("course");
+    common::xtask_in(&course, &["check", "01", "lab"])
+        .success()
+        .prints(&["全部 2 个聚焦测试通过"]);
+
+    common::xtask_in(&course, &["check", "01", "."])
+        .fails_with(2, &["不是练习目录", "能看到的练习目录：", "/repo/lab。"]);
     fixture
-        .xtask(&["check", "01", "nowhere"])
-        .fails_with(2, &["not a practice folder", "cargo xtask practice 01"]);
+        .xtask(&["check", "01", "."])
+        .fails_with(2, &["是课程仓库本身", "能看到的练习目录：lab"]);
+    common::xtask_in(&course, &["check", "01", "missing"]).fails_with(
+        2,
+        &["找不到练习目录 missing", "/repo/lab。", "在课程仓库根目录"],
+    );
+}
+
+#[test]
+fn check_reports_a_missing_focused_test_with_the_command_that_restores_it() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab_with(&fixture, Some(ANSWER));
+    fs::remove_file(lab.join("course/tests/focused.rs")).unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let target = fixture.rev("HEAD").to_string();
+    run.prints(&[
+        "聚焦测试 course/tests/focused.rs 不在练习目录里",
+        &format!("show {}:course/tests/focused.rs > ", &target[..7]),
+    ]);
+    assert!(!run.stdout.contains("能编译"), "{}", run.stdout);
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    assert_eq!(json["focusedTestPresent"], false);
+    assert_eq!(json["compiled"], false);
+}
+
+#[test]
+fn check_shows_each_compiler_error_once_with_rustc_help() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let typo = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn double(x: i32) -> i32 {\n    ad(x, x)\n}\n";
+    lab_with(&fixture, Some(typo));
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1);
+    run.prints(&[
+        "cannot find function `ad`",
+        "编译器建议：a function with a similar name exists: `add(x, x)`",
+    ]);
+    assert_eq!(
+        run.stdout.matches("cannot find function `ad`").count(),
+        1,
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -104,8 +162,8 @@ fn hints_climb_one_rung_at_a_time() {
 
     let first = fixture.xtask(&["hint", "01"]);
     first.success();
-    assert!(first.stdout.contains("step 1.1"), "{}", first.stdout);
-    assert!(first.stdout.contains("[1] locate the file") && first.stdout.contains("Open lib.rs."));
+    assert!(first.stdout.contains("步骤 1.1"), "{}", first.stdout);
+    assert!(first.stdout.contains("[1] 定位文件") && first.stdout.contains("Open lib.rs."));
     assert!(
         !first.stdout.contains("fn add"),
         "level 1 stops at the file: {}",
@@ -156,4 +214,39 @@ fn hints_never_reach_a_practice_folder() {
             );
         }
     }
+}
+
+#[test]
+fn check_builds_the_lab_in_its_own_target_folder_whatever_cargo_target_dir_says() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab_with(&fixture, None);
+    let shared = fixture.dir.path().join("shared-target");
+    // The answer, built first into the folder the caller's environment names.
+    let built = std::process::Command::new(env!("CARGO"))
+        .args(["test", "-p", "course", "--test", "focused"])
+        .current_dir(fixture.root())
+        .env("CARGO_TARGET_DIR", &shared)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+
+    let run = common::xtask_with_env(
+        fixture.root(),
+        &["check", "01", "lab"],
+        &[("CARGO_TARGET_DIR", &shared)],
+    );
+    assert_eq!(
+        run.code, 1,
+        "the empty lab is not complete:\n{}",
+        run.stdout
+    );
+    run.prints(&["✗ 还不能编译"]);
+    assert!(
+        fixture.root().join("lab/target").is_dir(),
+        "built in the lab's own target/"
+    );
 }

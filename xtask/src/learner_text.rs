@@ -1,0 +1,156 @@
+//! Every sentence a learner reads, in the course's language (Chinese): the
+//! `check` report, hint headings, practice's next steps, the guide's header.
+//! The course's language is declared here and nowhere else; author-facing
+//! output (`verify`, `bench`, `recut`, errors of the tooling) stays English.
+
+use std::time::Duration;
+
+pub const COMPILES: &str = "✓ 能编译，测试已运行";
+pub const STEPS: &str = "步骤：";
+/// The label of a step whose filter is empty.
+pub const ALL_TESTS: &str = "全部";
+pub const NEXT: &str = "下一步：先预测你的下一个小改动会让这份报告怎样变化，再动手。";
+pub const FAILED_WITHOUT_A_TEST: &str = "运行失败了，但没有哪个测试失败；输出的最后几行：";
+
+/// The rung names of the hint ladder, level 1 to 4.
+pub const HINT_LEVELS: [&str; 4] = ["定位文件", "函数签名", "伪代码", "局部代码"];
+
+pub fn heading(chapter: &str, title: &str) -> String {
+    format!("第 {chapter} 章 · {title}")
+}
+
+pub fn does_not_compile(errors: usize) -> String {
+    format!("✗ 还不能编译（{errors} 个错误）")
+}
+
+pub fn error_line(message: &str) -> String {
+    format!("错误：{message}")
+}
+
+pub fn error_location(location: Option<&str>, teaching_file: Option<&str>) -> String {
+    let location = location.unwrap_or("（没有位置）");
+    match teaching_file {
+        Some(file) => format!("位置 {location} → 要在 {file} 里解决"),
+        None => format!("位置 {location}"),
+    }
+}
+
+pub fn help_line(help: &str) -> String {
+    format!("编译器建议：{help}")
+}
+
+pub fn timed_out(timeout: Duration) -> String {
+    format!(
+        "✗ 运行超过 {} 秒，已结束它的整个进程组：可能有测试陷入死循环，或在等一个永远不来的事件",
+        timeout.as_secs()
+    )
+}
+
+pub fn first_failure(name: &str) -> String {
+    format!("第一个失败的测试：{name}")
+}
+
+pub fn complete(passed: usize, chapter: &str) -> String {
+    format!("全部 {passed} 个聚焦测试通过：第 {chapter} 章完成。")
+}
+
+pub fn not_complete(chapter: &str) -> String {
+    format!("第 {chapter} 章还没有完成")
+}
+
+pub fn checking(lab: &str) -> String {
+    format!("正在检查 {lab} …")
+}
+
+pub fn watching(lab: &str) -> String {
+    format!("正在盯着 {lab} 的改动（Ctrl-C 停止）")
+}
+
+pub fn lab_vanished(lab: &str) -> String {
+    format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
+}
+
+/// The practice folders a learner may have meant, as a sentence.
+fn labs_line(labs: &[String]) -> String {
+    if labs.is_empty() {
+        "这里和课程仓库根目录下都没有练习目录。".to_string()
+    } else {
+        format!("能看到的练习目录：{}。", labs.join("、"))
+    }
+}
+
+pub fn no_such_lab(dir: &str, chapter: &str, root: &str, labs: &[String]) -> String {
+    format!(
+        "找不到练习目录 {dir}（当前目录和课程仓库根目录下都没有）。{} \
+         要新建一个，在课程仓库根目录 {root} 运行 `cargo xtask practice {chapter} ./lab`",
+        labs_line(labs)
+    )
+}
+
+pub fn is_the_repository(dir: &str, chapter: &str, labs: &[String]) -> String {
+    format!(
+        "{dir} 是课程仓库本身，不是练习目录：check 只检查 `cargo xtask practice {chapter} <目录>` 建出的练习目录。{}",
+        labs_line(labs)
+    )
+}
+
+pub fn not_a_lab(dir: &str, chapter: &str, labs: &[String]) -> String {
+    format!(
+        "{dir} 不是练习目录（里面没有 LEARNING.md 和 Cargo.toml）。{} \
+         要新建一个，在课程仓库根目录运行 `cargo xtask practice {chapter} ./lab`",
+        labs_line(labs)
+    )
+}
+
+pub fn focused_test_missing(test: &str, root: &str, target: &str, lab: &str) -> String {
+    format!(
+        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。把它恢复回来：\n    \
+         git -C '{root}' show {target}:{test} > '{lab}/{test}'"
+    )
+}
+
+pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {
+    format!(
+        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。\
+         这个仓库里找不到第 {chapter} 章的提交，无法直接恢复：先取回完整历史（`git fetch --unshallow`），\
+         或者用 `cargo xtask practice {chapter} <新目录>` 建一个新的练习目录"
+    )
+}
+
+pub fn hint_heading(chapter: &str, step: &str) -> String {
+    format!("第 {chapter} 章 · 步骤 {step} 的提示")
+}
+
+pub fn hint_rung(level: usize) -> String {
+    format!("[{level}] {}", HINT_LEVELS[level - 1])
+}
+
+pub fn hint_next(chapter: &str, step: &str, level: usize) -> String {
+    format!(
+        "还卡着？下一级：cargo xtask hint {chapter} --step {step} --level {}",
+        level + 1
+    )
+}
+
+pub fn hint_steps(steps: &str) -> String {
+    format!("（本章的步骤：{steps}；用 --step 选择）")
+}
+
+pub const HINT_LAST: &str = "这是最后一级提示。先自己写完，再和章节的目标提交对照。";
+
+/// The header `practice` puts above the chapter's guide.
+pub fn guide_header(
+    chapter: &str,
+    title: &str,
+    parent: (&str, &str),
+    target: (&str, &str),
+    focused_test: &str,
+) -> String {
+    format!(
+        "> 第 {chapter} 章 · {title}\n\
+         > 起点 parent: `{}` {}\n\
+         > 终点 target: `{}` {}\n\
+         > 聚焦测试: `{focused_test}`\n\n",
+        parent.0, parent.1, target.0, target.1
+    )
+}
