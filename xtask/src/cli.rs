@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::manifest::ChapterId;
 
@@ -131,10 +131,9 @@ pub struct Bench {
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Run only these workloads (practice, locate, stream, partial,
-    /// replay, json, learner), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
+    /// Run only these workloads, comma-separated.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub only: Vec<Workload>,
 }
 
 /// For course authors: re-cut chapter NN from the work tree's learner
@@ -163,5 +162,33 @@ impl Check {
     /// How long one run may take before its process tree is stopped.
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout)
+    }
+}
+
+/// What `bench` measures, by the names `--only` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// `practice` against `git archive | tar -x`.
+    Practice,
+    /// `checkpoint` against `git log | grep`.
+    Locate,
+    /// The course crate's stream against `std::sync::mpsc`.
+    Stream,
+    /// The course crate's partial snapshots, cost per event.
+    Partial,
+    /// The course crate's system replay against a bare loop.
+    Replay,
+    /// The course crate's typed JSON against `serde_json::Value`.
+    Json,
+    /// A learner's cold build and edit → result.
+    Learner,
+}
+
+impl Workload {
+    /// The name `--only` takes.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map(|value| value.get_name().to_string())
+            .unwrap_or_default()
     }
 }

@@ -67,18 +67,18 @@ fn run(repo: &CourseRepo, json: bool) -> Result<()> {
         );
     }
     for row in &rows {
-        let title = row.title.as_deref().unwrap_or("(manifest does not load)");
-        match (&row.parent, &row.target) {
-            (Some(parent), Some(target)) => {
+        let problem = row.problem.as_deref().unwrap_or_default();
+        match (&row.title, &row.parent, &row.target) {
+            (None, _, _) => {
+                println!("{}  (manifest does not load)", row.id);
+                println!("    {problem}");
+            }
+            (Some(title), Some(parent), Some(target)) => {
                 println!("{}  {title}", row.id);
                 println!("    parent {}  {}", parent.short, parent.subject);
                 println!("    target {}  {}", target.short, target.subject);
             }
-            _ => println!(
-                "{}  {title}\n    does not locate: {}",
-                row.id,
-                row.problem.as_deref().unwrap_or("")
-            ),
+            (Some(title), _, _) => println!("{}  {title}\n    does not locate: {problem}", row.id),
         }
     }
     Ok(())

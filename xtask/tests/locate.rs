@@ -303,3 +303,18 @@ fn a_repository_owned_by_another_user_says_how_to_trust_it() {
     std::os::unix::fs::chown(fixture.root(), Some(0), None).unwrap();
     run.fails_with(2, &["owned by another user", "safe.directory"]);
 }
+
+#[test]
+fn bad_flags_are_refused_before_any_work() {
+    let fixture = Fixture::course();
+    let bench = fixture.xtask(&["bench", "--only", "nope"]);
+    bench.fails_with(2, &["invalid value 'nope'", "practice, locate"]);
+    assert!(
+        !bench.stderr.contains("release"),
+        "nothing was built: {}",
+        bench.stderr
+    );
+    fixture
+        .xtask(&["verify", "--timeout", "0"])
+        .fails_with(2, &["invalid value '0'"]);
+}

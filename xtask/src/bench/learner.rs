@@ -11,27 +11,29 @@ use super::stats::{Figure, Unit};
 use crate::chapter;
 use crate::error::{self, Error, Result};
 use crate::locate;
-use crate::manifest::ChapterId;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
 use crate::tree;
 use crate::worlds;
 
-/// Chapter 03 of this repository, finished: its target tree in a fresh folder.
+/// The last chapter of this repository, finished: its target's learner world
+/// in a fresh folder, each lab built in a target folder of its own.
 pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
-    let id: ChapterId = "03".parse().map_err(Error::bad_input)?;
-    let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
-    let checkpoint = locate::locate(&repo.git, id)?;
+    let folder = chapter::all(&repo.checkpoints_dir())?
+        .pop()
+        .ok_or_else(|| Error::bad_input("no chapter to measure: checkpoints/ is empty"))?;
+    let manifest = folder.load()?;
+    let checkpoint = locate::locate(&repo.git, folder.id)?;
     let finished = Lab::new(repo, &checkpoint)?;
     let bare = Lab::new(repo, &checkpoint)?;
-    bare.hollow_out()?;
+    bare.hollow_out(manifest.focused_test.as_str())?;
     let run = |lab: &Lab| -> Result<Duration> {
         let started = Instant::now();
         let outcome = Invocation {
             command: &manifest.run,
             extra: &[],
             dir: lab.path(),
-            target_dir: None,
+            target_dir: Some(&lab.path().join("target")),
             timeout: Duration::from_secs(600),
         }
         .run()?;
@@ -80,7 +82,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     Ok(vec![
         Row {
             workload: "learner cold build".into(),
-            size: "cargo test --test message_ir".into(),
+            size: manifest.run.join(" "),
             met: Some(cold_finished.median <= 8.0),
             ratio: Some(cold_finished.ratio(&cold_bare)),
             ours: cold_finished,
@@ -119,7 +121,7 @@ impl Lab {
 
     /// Replaces the crate's code with one serde-derived struct and one test,
     /// keeping the workspace, manifest and lock file.
-    fn hollow_out(&self) -> Result<()> {
+    fn hollow_out(&self, focused_test: &str) -> Result<()> {
         let course = self.path().join("course");
         for folder in ["src", "tests"] {
             let folder = course.join(folder);
@@ -133,7 +135,7 @@ impl Lab {
                     assert_eq!(serde_json::from_str::<course::Message>(&json).unwrap(), m);\n}\n";
         fs::write(course.join("src/lib.rs"), lib)
             .map_err(error::io("cannot write the bare crate"))?;
-        fs::write(course.join("tests/message_ir.rs"), test)
+        fs::write(self.path().join(focused_test), test)
             .map_err(error::io("cannot write the bare crate"))?;
         Ok(())
     }

@@ -11,16 +11,12 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli;
+use crate::cli::{self, Workload};
 use crate::error::{Error, Result};
 use crate::repo::CourseRepo;
+use clap::ValueEnum;
 
 pub use stats::Figure;
-
-/// The workloads, by the names `--only` takes.
-const WORKLOADS: [&str; 7] = [
-    "practice", "locate", "stream", "partial", "replay", "json", "learner",
-];
 
 /// One row of the table.
 #[derive(Debug, Serialize, Deserialize)]
@@ -75,28 +71,21 @@ fn run(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
     if cfg!(debug_assertions) {
         return rerun_in_release(repo, options);
     }
-    if let Some(unknown) = options
-        .only
-        .iter()
-        .find(|name| !WORKLOADS.contains(&name.as_str()))
-    {
-        return Err(Error::bad_input(format!(
-            "unknown workload `{unknown}`: choose from {}",
-            WORKLOADS.join(", ")
-        )));
-    }
     let quick = options.quick;
     let repeats = if quick { 3 } else { 5 };
     let mut rows = Vec::new();
-    for name in WORKLOADS {
-        if !options.only.is_empty() && !options.only.iter().any(|only| only == name) {
+    for workload in Workload::value_variants() {
+        if !options.only.is_empty() && !options.only.contains(workload) {
             continue;
         }
-        let result = match name {
-            "practice" => git_ops::practice(quick, repeats),
-            "locate" => git_ops::locate(quick, repeats),
-            "stream" | "partial" | "replay" | "json" => course_rows::run(repo, name, quick),
-            _ => learner::learner_loop(repo, if quick { 1 } else { 3 }),
+        let name = workload.name();
+        let result = match workload {
+            Workload::Practice => git_ops::practice(quick, repeats),
+            Workload::Locate => git_ops::locate(quick, repeats),
+            Workload::Stream | Workload::Partial | Workload::Replay | Workload::Json => {
+                course_rows::run(repo, &name, quick)
+            }
+            Workload::Learner => learner::learner_loop(repo, if quick { 1 } else { 3 }),
         };
         match result {
             Ok(new) => rows.extend(new),
@@ -137,7 +126,12 @@ fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
         command.arg("--json");
     }
     if !options.only.is_empty() {
-        command.arg(format!("--only={}", options.only.join(",")));
+        let names: Vec<String> = options
+            .only
+            .iter()
+            .map(|workload| workload.name())
+            .collect();
+        command.arg(format!("--only={}", names.join(",")));
     }
     let status = command.status().map_err(|error| {
         Error::bad_input(format!("cannot run cargo for the release build: {error}"))
