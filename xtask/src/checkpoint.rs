@@ -49,6 +49,7 @@ impl cli::Checkpoint {
 fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
     let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
+    chapter::check_target(repo, &manifest, &checkpoint)?;
     let files = changed_files(repo, &checkpoint)?;
     let report = Report {
         id: manifest.id,
