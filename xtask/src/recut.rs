@@ -49,8 +49,8 @@ use std::path::Path;
 
 use git2::build::CheckoutBuilder;
 use git2::{
-    Commit, ErrorCode, FileMode, Index, ObjectType, Oid, Repository, RepositoryState, Signature,
-    Tree, TreeEntry,
+    Commit, ErrorCode, FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository,
+    RepositoryState, Signature, Tree, TreeEntry,
 };
 
 use crate::chapter::{self, ChapterFolder};
@@ -109,7 +109,7 @@ impl cli::Recut {
             .last()
             .expect("a re-cut appends at least two commits");
         move_branch(git, &branch, last, self.id)?;
-        checkout_learner(git, last, worktree, &index)?;
+        checkout_learner(git, last, worktree, &mut index)?;
 
         print_commits(git, &branch, &head, &commits, &notes)?;
         if self.no_verify {
@@ -591,26 +591,21 @@ fn move_branch(git: &Repository, branch: &Branch, to: Oid, id: ChapterId) -> Res
         })
 }
 
-/// Brings the index entries and work-tree files of every learner path to
+/// Brings the work-tree files and index entries of every learner path to
 /// commit `to`; tooling paths are not touched. The paths are every learner
 /// path of the new HEAD, of the snapshot just committed and of the index,
 /// so files the new HEAD no longer has are removed too.
-fn checkout_learner(git: &Repository, to: Oid, worktree: Oid, index: &Index) -> Result<()> {
+fn checkout_learner(git: &Repository, to: Oid, worktree: Oid, index: &mut Index) -> Result<()> {
     let target = git
         .find_commit(to)
         .map_err(error::git(format!("cannot read commit {to}")))?;
-    let mut paths = BTreeSet::new();
     let new_tree = target
         .tree()
         .map_err(error::git("cannot read the new tree"))?;
-    for tree in [&new_tree, &find_tree(git, worktree)?] {
-        let listed = tree::list_tree(git, tree, &worlds::is_tooling)?;
-        paths.extend(
-            listed
-                .into_keys()
-                .map(|path| path.into_os_string().into_vec()),
-        );
-    }
+    let wanted = learner_blobs(git, &new_tree)?;
+    let committed = learner_blobs(git, &find_tree(git, worktree)?)?;
+    let mut paths: BTreeSet<Vec<u8>> = wanted.iter().map(|(path, _)| path.clone()).collect();
+    paths.extend(committed.into_iter().map(|(path, _)| path));
     paths.extend(
         index
             .iter()
@@ -618,6 +613,7 @@ fn checkout_learner(git: &Repository, to: Oid, worktree: Oid, index: &Index) -> 
             .filter(|path| worlds::is_learner(path)),
     );
     if paths.is_empty() {
+        // No paths would mean every path, tooling included.
         return Ok(());
     }
     let mut checkout = CheckoutBuilder::new();
@@ -629,13 +625,66 @@ fn checkout_learner(git: &Repository, to: Oid, worktree: Oid, index: &Index) -> 
         checkout.path(path);
     }
     git.checkout_tree(target.as_object(), Some(&mut checkout))
+        .and_then(|()| sync_learner_index(index, &new_tree, wanted))
         .map_err(|error| {
             Error::bad_input(format!(
-                "the branch now points at the re-cut commits, but updating the work tree failed: {}; \
+                "the branch now points at the re-cut commits, but updating the work tree or the index failed: {}; \
                  run `git status` and restore the learner's files from HEAD",
                 error.message()
             ))
         })
+}
+
+/// Every learner blob (file, symlink) of `tree`: path → (id, mode).
+fn learner_blobs(git: &Repository, tree: &Tree<'_>) -> Result<Vec<(Vec<u8>, tree::Blob)>> {
+    let listed = tree::list_tree(git, tree, &worlds::is_tooling)?;
+    Ok(listed
+        .into_iter()
+        .map(|(path, blob)| (path.into_os_string().into_vec(), blob))
+        .collect())
+}
+
+/// Sets the index's learner entries to `tree`'s, leaving every tooling entry
+/// as it is. Checkout leaves the index entry of a file alone when the file
+/// already matches, so this does what it didn't. New entries carry no stat
+/// data, so git compares their content on its next look (as after
+/// `git reset -- <paths>`).
+fn sync_learner_index(
+    index: &mut Index,
+    tree: &Tree<'_>,
+    wanted: Vec<(Vec<u8>, tree::Blob)>,
+) -> Result<(), git2::Error> {
+    let stale: Vec<Vec<u8>> = index
+        .iter()
+        .map(|entry| entry.path)
+        .filter(|path| worlds::is_learner(path) && tree.get_path(repo_path(path)).is_err())
+        .collect();
+    for path in stale {
+        index.remove_path(repo_path(&path))?;
+    }
+    for (path, blob) in wanted {
+        let mode = blob.mode as u32;
+        let current = index.get_path(repo_path(&path), 0);
+        if current.is_some_and(|entry| entry.id == blob.oid && entry.mode == mode) {
+            continue;
+        }
+        let never = IndexTime::new(0, 0);
+        index.add(&IndexEntry {
+            ctime: never,
+            mtime: never,
+            dev: 0,
+            ino: 0,
+            mode,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: blob.oid,
+            flags: 0,
+            flags_extended: 0,
+            path,
+        })?;
+    }
+    index.write()
 }
 
 fn print_commits(
