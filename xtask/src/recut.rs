@@ -73,29 +73,10 @@ impl cli::Recut {
         let head = git
             .find_commit(branch.head)
             .map_err(error::git("cannot read HEAD's commit"))?;
+        let mut index = resolved_index(git)?;
+        let (worktree, mut notes) = snapshot(git, &index, &repo.root)?;
 
-        let mut index = git.index().map_err(error::git("cannot read the index"))?;
-        index
-            .read(false)
-            .map_err(error::git("cannot read the index"))?;
-        if index.has_conflicts() {
-            return Err(Error::bad_input(
-                "the index has unresolved conflicts: resolve or reset them first; nothing was changed",
-            ));
-        }
-        let mut snapshot = Snapshot {
-            git,
-            index: &index,
-            notes: Vec::new(),
-        };
-        let worktree = snapshot.folder(&repo.root, b"")?;
-        let worktree = match worktree {
-            Some(tree) => tree,
-            None => empty_tree(git)?,
-        };
-
-        let mut notes = snapshot.notes;
-        let plan = Planner {
+        let cuts = Planner {
             git,
             head: &head,
             worktree,
@@ -103,13 +84,10 @@ impl cli::Recut {
             notes: &mut notes,
         }
         .plan(&chapters, position)?;
-
-        let commits = append(git, &signature, &head, &plan)?;
-        let last = *commits
-            .last()
-            .expect("a re-cut appends at least two commits");
-        move_branch(git, &branch, last, self.id)?;
-        checkout_learner(git, last, worktree, &mut index)?;
+        let commits = append(git, &signature, &head, &cuts)?;
+        let new_head = *commits.last().unwrap_or(&branch.head);
+        move_branch(git, &branch, new_head, self.id)?;
+        checkout_learner(git, new_head, worktree, &mut index)?;
 
         print_commits(git, &branch, &head, &commits, &notes)?;
         if self.no_verify {
@@ -125,6 +103,35 @@ impl cli::Recut {
         .run(repo)
         .map_err(|error| error.context("the re-cut commits are in place, but verify failed"))
     }
+}
+
+/// The repository's index, refused while it holds unresolved conflicts.
+fn resolved_index(git: &Repository) -> Result<Index> {
+    let mut index = git.index().map_err(error::git("cannot read the index"))?;
+    index
+        .read(false)
+        .map_err(error::git("cannot read the index"))?;
+    if index.has_conflicts() {
+        return Err(Error::bad_input(
+            "the index has unresolved conflicts: resolve or reset them first; nothing was changed",
+        ));
+    }
+    Ok(index)
+}
+
+/// The work tree's learner world as a tree object, and notes on what was
+/// left out.
+fn snapshot(git: &Repository, index: &Index, root: &Path) -> Result<(Oid, Vec<String>)> {
+    let mut snapshot = Snapshot {
+        git,
+        index,
+        notes: Vec::new(),
+    };
+    let tree = match snapshot.folder(root, b"")? {
+        Some(tree) => tree,
+        None => empty_tree(git)?,
+    };
+    Ok((tree, snapshot.notes))
 }
 
 /// The branch HEAD points to and its commit.
@@ -355,12 +362,21 @@ struct Start {
 
 impl<'r> Planner<'_, 'r> {
     /// The restore commit, the `course(NN):` commit and the replayed later
-    /// chapters; refuses a re-cut that would change no checkpoint.
+    /// chapters. Refuses a re-cut that would change no checkpoint, and one
+    /// that would leave a chapter's layer empty (never an honest checkpoint).
     fn plan(&mut self, chapters: &[ChapterFolder], position: usize) -> Result<Vec<Cut>> {
         let chapter = &chapters[position];
         let id = chapter.id;
         let own = locate::locate_if_cut(self.git, id)?;
         let start = self.starting_point(&chapters[..position], id, own.as_ref())?;
+        if start.learner == self.worktree {
+            return Err(Error::bad_input(format!(
+                "chapter {id}'s layer would be empty: the work tree's learner world is its \
+                 starting point ({}); make the chapter's changes in the work tree first; \
+                 nothing was changed",
+                start.from
+            )));
+        }
         let message = match &own {
             Some(checkpoint) => message_of(self.git, checkpoint.target.oid)?,
             None => format!("{} {}", id.commit_prefix(), chapter.load()?.title),
@@ -382,7 +398,6 @@ impl<'r> Planner<'_, 'r> {
                 learner: self.worktree,
             },
         ];
-        let mut state = self.worktree;
         let later = if self.only {
             &[][..]
         } else {
@@ -397,12 +412,16 @@ impl<'r> Planner<'_, 'r> {
                 ));
                 continue;
             };
+            let ours = cuts[cuts.len() - 1].learner;
             let ancestor = self.learner_of(checkpoint.parent.oid)?;
-            unchanged &= ancestor == state;
-            state = self.replay(id, chapter.id, &checkpoint, ancestor, state)?;
+            unchanged &= ancestor == ours;
+            let replayed = self.replay(id, chapter.id, &checkpoint, ancestor, ours)?;
+            if replayed == ours {
+                return Err(self.emptied(id, chapter.id, own.as_ref()));
+            }
             cuts.push(Cut {
                 message: message_of(self.git, checkpoint.target.oid)?,
-                learner: state,
+                learner: replayed,
             });
         }
         if unchanged {
@@ -413,6 +432,24 @@ impl<'r> Planner<'_, 'r> {
             )));
         }
         Ok(cuts)
+    }
+
+    /// Why a later chapter's replayed layer came out empty: the work tree
+    /// already held it (most likely a later chapter's end state).
+    fn emptied(&self, recut: ChapterId, later: ChapterId, own: Option<&Checkpoint>) -> Error {
+        let how = match own.map(|checkpoint| (checkpoint, self.tree_of(checkpoint.target.oid))) {
+            Some((checkpoint, Ok(tree))) => format!(
+                " (e.g. `{}`)",
+                restore_command(&checkpoint.target.short, &tree)
+            ),
+            _ => String::new(),
+        };
+        Error::bad_input(format!(
+            "re-cutting chapter {recut} would leave chapter {later}'s layer empty: the work tree \
+             already holds all of chapter {later}'s changes. Bring the work tree's learner world \
+             to chapter {recut}'s end state first{how} and edit that, or re-cut chapter {later} \
+             instead; nothing was changed"
+        ))
     }
 
     /// Chapter `id`'s starting point: the end state of the nearest earlier
@@ -752,12 +789,6 @@ fn conflict_message(
     files: &[String],
     target: &Tree<'_>,
 ) -> String {
-    let learner_paths: Vec<String> = target
-        .iter()
-        .map(|entry| entry.name_bytes().to_vec())
-        .filter(|name| worlds::is_learner(name))
-        .map(|name| shown(&name))
-        .collect();
     format!(
         "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
          conflicts in {files}.\n\
@@ -765,12 +796,23 @@ fn conflict_message(
          To re-cut both chapters:\n  \
          1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
          2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
-            git restore --source={short} -- {paths}\n  \
+            {restore}\n  \
          3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
         files = files.join(", "),
-        short = checkpoint.target.short,
-        paths = learner_paths.join(" "),
+        restore = restore_command(&checkpoint.target.short, target),
     )
+}
+
+/// The git command that brings the work tree's learner world to `tree`
+/// (of commit `short`): its top-level learner entries, restored without
+/// overlay, so files it lacks are removed.
+fn restore_command(short: &str, tree: &Tree<'_>) -> String {
+    let paths: Vec<String> = tree
+        .iter()
+        .filter(|entry| worlds::is_learner(entry.name_bytes()))
+        .map(|entry| shown(entry.name_bytes()))
+        .collect();
+    format!("git restore --source={short} -- {}", paths.join(" "))
 }
 
 /// The full message of `commit`.

@@ -471,6 +471,29 @@ fn refusals_change_nothing() {
         &["recut", "03"],
         &["nothing to re-cut", "chapter 03's end state"],
     );
+    // The work tree holds chapter 03's end state: as chapter 02's, it would
+    // swallow chapter 03's whole layer.
+    let chapter_02 = fixture.rev("HEAD~2").to_string();
+    refused(
+        &fixture,
+        &["recut", "02"],
+        &[
+            "would leave chapter 03's layer empty",
+            &format!(
+                "git restore --source={} -- Cargo.toml course",
+                &chapter_02[..7]
+            ),
+        ],
+    );
+    back_to_chapter_02(&fixture);
+    refused(
+        &fixture,
+        &["recut", "03"],
+        &[
+            "chapter 03's layer would be empty",
+            "chapter 02's end state",
+        ],
+    );
 
     fixture.write("course/src/types.rs", "// edited\n");
     let branch = fixture.repo.head().unwrap().name().unwrap().to_string();
