@@ -3,8 +3,10 @@
 //!
 //! The work tree's learner world — every path that is not tooling
 //! ([`worlds`]), as git would commit it: files with their executable bit,
-//! symlinks as symlinks (never followed), without what git ignores — is
-//! chapter NN's new end state. On top of HEAD, without touching the existing
+//! symlinks as symlinks (never followed), without what git ignores (a
+//! tracked file counts even when an ignore rule matches it) — is chapter NN's
+//! new end state. The work tree counts, not the index: staged and unstaged
+//! learner changes alike. On top of HEAD, without touching the existing
 //! history, `recut` appends:
 //!
 //! 1. a **restore commit** holding NN's starting point: the learner world of
@@ -33,12 +35,14 @@
 //! runs on every chapter.
 //!
 //! Exit codes: 2 when the input can't be used and nothing was changed
-//! (detached or unborn HEAD, a merge or rebase in progress, an unknown
-//! chapter, nothing to re-cut, no `user.name`/`user.email`); 1 when a later
-//! chapter's layer conflicts with the new state (nothing was changed: no
-//! branch moved, the index and the work tree are as they were; the message
-//! names the chapter, every conflicting file and what to do), or when the
-//! final `verify` fails (the new commits are in place).
+//! (detached or unborn HEAD, a merge or rebase in progress, unresolved
+//! conflicts in the index, an unknown chapter, no `user.name`/`user.email`,
+//! nothing to re-cut, or a re-cut that would leave a chapter's layer empty —
+//! typically a work tree that still holds a later chapter's end state); 1
+//! when a later chapter's layer conflicts with the new state (nothing was
+//! changed: no branch moved, the index and the work tree are as they were;
+//! the message names the chapter, every conflicting file and what to do), or
+//! when the final `verify` fails (the new commits are in place).
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -749,7 +753,8 @@ fn print_commits(
         println!("note: {note}");
     }
     println!(
-        "The learner's world of the work tree and the index is now HEAD's; tooling files were left as they were."
+        "The learner's files in the work tree and the index now match HEAD; \
+         tooling files and their index entries were left as they were."
     );
     Ok(())
 }

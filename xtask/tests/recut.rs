@@ -460,6 +460,9 @@ fn refused(fixture: &Fixture, args: &[&str], needles: &[&str]) {
 
 #[test]
 fn refusals_change_nothing() {
+    Fixture::empty()
+        .xtask_own_config(&["recut", "01"])
+        .fails_with(2, &["no commits yet"]);
     let fixture = course();
     refused(
         &fixture,
