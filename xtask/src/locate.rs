@@ -168,3 +168,15 @@ impl Ord for Newest<'_> {
 fn short(commit: &Commit<'_>) -> String {
     commit.id().to_string()[..7].to_string()
 }
+
+/// Locates chapter `id`, or `None` when no commit reachable from HEAD is its
+/// checkpoint yet (a chapter that was never cut). A shallow clone may hide
+/// the checkpoint, so there the answer is [`locate`]'s.
+pub fn locate_if_cut(repo: &Repository, id: ChapterId) -> Result<Option<Checkpoint>> {
+    let cut = find_target(repo, id.commit_prefix().as_bytes())?.is_some();
+    if cut || repo.is_shallow() {
+        locate(repo, id).map(Some)
+    } else {
+        Ok(None)
+    }
+}

@@ -343,3 +343,138 @@ pub fn snapshot(dir: &Path) -> Vec<PathBuf> {
     paths.sort();
     paths
 }
+
+/// The top-level names of the tooling world (as xtask/src/worlds.rs declares
+/// them), for tests that tell the two worlds apart.
+pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", "checkpoints", "README.md"];
+
+/// True when the repository path `path` belongs to the tooling.
+pub fn is_tooling(path: &str) -> bool {
+    let top = path.split('/').next().unwrap_or_default();
+    TOOLING.contains(&top)
+}
+
+/// One blob of a tree: its mode and content.
+pub type Blob = (i32, Vec<u8>);
+
+impl Fixture {
+    /// Gives the repository its own author identity (user.name, user.email).
+    pub fn set_identity(&self) {
+        let mut config = self.repo.config().unwrap();
+        config.set_str("user.name", "Course Author").unwrap();
+        config.set_str("user.email", "author@example.com").unwrap();
+    }
+
+    /// Runs `cargo xtask ARGS` with git's global configuration hidden (HOME
+    /// and XDG_CONFIG_HOME point into the fixture's private folder; libgit2
+    /// reads no GIT_CONFIG_* variables), so the repository's own
+    /// configuration is what counts. Cargo and rustup keep their homes.
+    pub fn xtask_own_config(&self, args: &[&str]) -> Run {
+        let home = self.dir.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let caller_home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| caller_home.join(".cargo"));
+        let rustup_home = std::env::var_os("RUSTUP_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| caller_home.join(".rustup"));
+        xtask_with_env(
+            self.root(),
+            args,
+            &[
+                ("HOME", &home),
+                ("XDG_CONFIG_HOME", &home),
+                ("CARGO_HOME", &cargo_home),
+                ("RUSTUP_HOME", &rustup_home),
+            ],
+        )
+    }
+
+    /// Every blob (file, symlink) of the tree of commit `spec`, by path.
+    pub fn files_at(&self, spec: &str) -> std::collections::BTreeMap<String, Blob> {
+        let tree = self
+            .repo
+            .revparse_single(spec)
+            .unwrap()
+            .peel_to_tree()
+            .unwrap();
+        let mut files = std::collections::BTreeMap::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |folder, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                let blob = self.repo.find_blob(entry.id()).unwrap();
+                files.insert(
+                    format!("{folder}{}", entry.name().unwrap()),
+                    (entry.filemode(), blob.content().to_vec()),
+                );
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        files
+    }
+
+    /// The learner's world of commit `spec`: its blobs outside the tooling.
+    pub fn learner_at(&self, spec: &str) -> std::collections::BTreeMap<String, Blob> {
+        let mut files = self.files_at(spec);
+        files.retain(|path, _| !is_tooling(path));
+        files
+    }
+
+    /// The tooling of commit `spec`: its blobs inside the tooling.
+    pub fn tooling_at(&self, spec: &str) -> std::collections::BTreeMap<String, Blob> {
+        let mut files = self.files_at(spec);
+        files.retain(|path, _| is_tooling(path));
+        files
+    }
+
+    /// The full message of commit `spec`.
+    pub fn message(&self, spec: &str) -> String {
+        let commit = self
+            .repo
+            .revparse_single(spec)
+            .unwrap()
+            .peel_to_commit()
+            .unwrap();
+        commit.message().unwrap().to_string()
+    }
+
+    /// The subject of commit `spec`.
+    pub fn subject(&self, spec: &str) -> String {
+        self.message(spec)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Every file of the work tree outside `.git` and `target`, by path:
+    /// its mode bits and content (a symlink's content is its target).
+    pub fn work_tree(&self) -> std::collections::BTreeMap<String, (u32, Vec<u8>)> {
+        let mut files = std::collections::BTreeMap::new();
+        let walk = walkdir::WalkDir::new(self.root())
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|entry| entry.file_name() != ".git" && entry.file_name() != "target");
+        for entry in walk {
+            let entry = entry.unwrap();
+            let meta = entry.path().symlink_metadata().unwrap();
+            let content = if meta.file_type().is_symlink() {
+                fs::read_link(entry.path())
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else if meta.is_file() {
+                fs::read(entry.path()).unwrap()
+            } else {
+                continue;
+            };
+            let path = entry.path().strip_prefix(self.root()).unwrap();
+            files.insert(
+                path.to_string_lossy().into_owned(),
+                (meta.permissions().mode(), content),
+            );
+        }
+        files
+    }
+}
