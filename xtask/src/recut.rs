@@ -299,10 +299,10 @@ impl Snapshot<'_> {
 
     fn subfolder(&mut self, on_disk: &Path, path: &[u8]) -> Result<Option<(Oid, i32)>> {
         let commit: i32 = FileMode::Commit.into();
-        if let Some(entry) = self.index.get_path(repo_path(path), 0) {
-            if entry.mode as i32 == commit {
-                return Ok(Some((entry.id, commit)));
-            }
+        if let Some(entry) = self.index.get_path(repo_path(path), 0)
+            && entry.mode as i32 == commit
+        {
+            return Ok(Some((entry.id, commit)));
         }
         if fs::symlink_metadata(on_disk.join(".git")).is_ok() {
             self.notes.push(format!(

@@ -120,7 +120,7 @@ impl cli::Verify {
 
     /// Every chapter to verify, read and located up front: a chapter that
     /// can't be read is bad input (exit 2), not a failed proof.
-    fn chapters<'r>(&self, repo: &'r CourseRepo) -> Result<Vec<Chapter>> {
+    fn chapters(&self, repo: &CourseRepo) -> Result<Vec<Chapter>> {
         let checkpoints = repo.checkpoints_dir();
         let folders: Vec<ChapterFolder> = if self.ids.is_empty() {
             chapter::all(&checkpoints)?
