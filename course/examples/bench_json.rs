@@ -9,7 +9,7 @@ mod common;
 
 use std::hint::black_box;
 
-use common::{Target, figure, interleaved, millis, row};
+use common::{Goal, figure, interleaved, millis, row};
 use course::types::AgentMessage;
 use serde_json::Value;
 
@@ -57,7 +57,7 @@ fn main() {
         &format!("parse {size}"),
         figure(ours, "megabytes_per_second"),
         Some(figure(baseline, "megabytes_per_second")),
-        Target::Reported,
+        Goal::Reported,
     );
 
     let (ours, baseline) = interleaved(
@@ -79,6 +79,6 @@ fn main() {
         &format!("write {size}"),
         figure(ours, "megabytes_per_second"),
         Some(figure(baseline, "megabytes_per_second")),
-        Target::Reported,
+        Goal::Reported,
     );
 }

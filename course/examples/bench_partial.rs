@@ -9,7 +9,7 @@ mod common;
 
 use std::hint::black_box;
 
-use common::{Target, figure, millis, row, runs};
+use common::{Goal, figure, millis, row, runs};
 use course::assistant_stream::AssistantMessageEventStream;
 use course::block_on;
 use course::types::{DoneReason, MessageDraft, StopReason, assistant_message};
@@ -50,7 +50,7 @@ fn main() {
         let size = format!("{deltas} deltas");
         match &smallest {
             None => {
-                row("partial", &size, ours.clone(), None, Target::Reported);
+                row("partial", &size, ours.clone(), None, Goal::Reported);
                 smallest = Some(ours);
             }
             Some(base) => row(
@@ -58,7 +58,7 @@ fn main() {
                 &size,
                 ours,
                 Some(base.clone()),
-                Target::AtMost(1.5, "≤ 1.5× the 1,000-delta cost"),
+                Goal::AtMost(1.5, "≤ 1.5× the 1,000-delta cost"),
             ),
         }
     }

@@ -8,7 +8,7 @@ mod common;
 
 use std::hint::black_box;
 
-use common::{Target, figure, interleaved, millis, row};
+use common::{Goal, figure, interleaved, millis, row};
 use course::types::{
     AgentMessage, Sections, SystemMessage, current_system_prompt, text, user_message,
 };
@@ -61,7 +61,7 @@ fn main() {
             &format!("{messages} messages"),
             figure(ours, "milliseconds"),
             Some(figure(baseline, "milliseconds")),
-            Target::Reported,
+            Goal::Reported,
         );
     }
 }

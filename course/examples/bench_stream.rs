@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Instant;
 
-use common::{Target, figure, interleaved, row};
+use common::{Goal, figure, interleaved, row};
 use course::block_on;
 use course::event_stream::EventStream;
 
@@ -68,7 +68,7 @@ fn main() {
             &format!("{events} events, {mode}"),
             figure(ours, "million_events_per_second"),
             Some(figure(baseline, "million_events_per_second")),
-            Target::AtLeast(0.8, "≥ 0.8× mpsc"),
+            Goal::AtLeast(0.8, "≥ 0.8× mpsc"),
         );
     }
 }

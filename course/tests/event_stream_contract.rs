@@ -51,7 +51,7 @@ fn counting_waker() -> (Arc<Counter>, Waker) {
 
 #[test]
 fn no_event_or_wake_up_is_lost_across_threads_for_a_blocking_consumer() {
-    within(60, || {
+    within(5, || {
         for round in 0..200_i64 {
             let stream = number_stream();
             let producer = stream.producer();
@@ -73,7 +73,7 @@ fn no_event_or_wake_up_is_lost_across_threads_for_a_blocking_consumer() {
 
 #[test]
 fn no_event_or_wake_up_is_lost_across_threads_for_an_async_consumer() {
-    within(60, || {
+    within(5, || {
         for round in 0..200_i64 {
             let stream = number_stream();
             let producer = stream.producer();
@@ -103,44 +103,50 @@ fn no_event_or_wake_up_is_lost_across_threads_for_an_async_consumer() {
 
 #[test]
 fn a_push_after_the_terminal_event_is_refused_and_changes_nothing() {
-    let stream = number_stream();
-    stream.push(1).unwrap();
-    stream.push(-5).unwrap();
+    within(5, || {
+        let stream = number_stream();
+        stream.push(1).unwrap();
+        stream.push(-5).unwrap();
 
-    assert_eq!(
-        stream.push(7),
-        Err(Refused(7)),
-        "the refused event is handed back"
-    );
-    assert_eq!(stream.push(-9), Err(Refused(-9)));
-    assert_eq!(stream.producer().push(8), Err(Refused(8)));
+        assert_eq!(
+            stream.push(7),
+            Err(Refused(7)),
+            "the refused event is handed back"
+        );
+        assert_eq!(stream.push(-9), Err(Refused(-9)));
+        assert_eq!(stream.producer().push(8), Err(Refused(8)));
 
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -5]);
-    assert_eq!(stream.blocking_result(), Ok(5), "no second fact");
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -5]);
+        assert_eq!(stream.blocking_result(), Ok(5), "no second fact");
+    });
 }
 
 #[test]
 fn end_before_a_terminal_event_sets_the_result_and_refuses_the_terminal_event() {
-    let stream = number_stream();
-    stream.push(1).unwrap();
-    stream.end(42).unwrap();
-    assert_eq!(stream.push(-3), Err(Refused(-3)));
-    assert_eq!(
-        stream.iter().collect::<Vec<_>>(),
-        [1],
-        "queued events are still drained"
-    );
-    assert_eq!(stream.blocking_result(), Ok(42));
+    within(5, || {
+        let stream = number_stream();
+        stream.push(1).unwrap();
+        stream.end(42).unwrap();
+        assert_eq!(stream.push(-3), Err(Refused(-3)));
+        assert_eq!(
+            stream.iter().collect::<Vec<_>>(),
+            [1],
+            "queued events are still drained"
+        );
+        assert_eq!(stream.blocking_result(), Ok(42));
+    });
 }
 
 #[test]
 fn end_after_a_terminal_event_keeps_the_terminal_result() {
-    let stream = number_stream();
-    stream.push(-3).unwrap();
-    assert_eq!(stream.end(99), Err(Refused(99)));
-    assert_eq!(stream.producer().end(98), Err(Refused(98)));
-    assert_eq!(stream.blocking_result(), Ok(3));
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [-3]);
+    within(5, || {
+        let stream = number_stream();
+        stream.push(-3).unwrap();
+        assert_eq!(stream.end(99), Err(Refused(99)));
+        assert_eq!(stream.producer().end(98), Err(Refused(98)));
+        assert_eq!(stream.blocking_result(), Ok(3));
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [-3]);
+    });
 }
 
 #[test]
@@ -177,7 +183,7 @@ fn several_waiters_receive_the_same_result() {
     });
     assert_eq!(results, [Ok(8); 4]);
     assert_eq!(
-        block_on(stream.result()),
+        within(5, move || block_on(stream.result())),
         Ok(8),
         "asking again gives the same fact"
     );
@@ -242,54 +248,68 @@ fn a_dropped_producer_ends_the_stream_with_an_error_instead_of_hanging() {
         [1, 2],
         "events pushed before the drop are still delivered"
     );
-    assert_eq!(stream.blocking_result(), Err(StreamError::ProducerDropped));
-    assert_eq!(block_on(stream.result()), Err(StreamError::ProducerDropped));
+    let results = within(5, move || {
+        (stream.blocking_result(), block_on(stream.result()))
+    });
+    assert_eq!(
+        results,
+        (
+            Err(StreamError::ProducerDropped),
+            Err(StreamError::ProducerDropped)
+        )
+    );
 }
 
 #[test]
 fn a_producer_dropped_after_the_finish_changes_nothing() {
-    let stream = number_stream();
-    let producer = stream.producer();
-    producer.push(-4).unwrap();
-    drop(producer);
-    assert_eq!(stream.blocking_result(), Ok(4));
-    let other = stream.producer();
-    other.end(5).unwrap_err();
-    drop(other);
-    assert_eq!(stream.blocking_result(), Ok(4));
+    within(5, || {
+        let stream = number_stream();
+        let producer = stream.producer();
+        producer.push(-4).unwrap();
+        drop(producer);
+        assert_eq!(stream.blocking_result(), Ok(4));
+        let other = stream.producer();
+        other.end(5).unwrap_err();
+        drop(other);
+        assert_eq!(stream.blocking_result(), Ok(4));
+    });
 }
 
 #[test]
 fn only_producer_handles_count_a_stream_without_them_stays_open() {
-    let handed_out = number_stream();
-    drop(handed_out.producer());
-    assert_eq!(
-        handed_out.blocking_result(),
-        Err(StreamError::ProducerDropped)
-    );
+    within(5, || {
+        let handed_out = number_stream();
+        drop(handed_out.producer());
+        assert_eq!(
+            handed_out.blocking_result(),
+            Err(StreamError::ProducerDropped)
+        );
 
-    let owned = number_stream();
-    let (_, waker) = counting_waker();
-    let mut cx = Context::from_waker(&waker);
-    assert_eq!(owned.poll_next(&mut cx), Poll::Pending);
-    assert_eq!(owned.poll_result(&mut cx), Poll::Pending);
+        let owned = number_stream();
+        let (_, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(owned.poll_next(&mut cx), Poll::Pending);
+        assert_eq!(owned.poll_result(&mut cx), Poll::Pending);
+    });
 }
 
 #[test]
 fn a_panicking_is_complete_leaves_the_stream_as_it_was() {
-    let stream: EventStream<i64, i64> = EventStream::new(
-        |n| {
-            assert_ne!(*n, 13, "unlucky");
-            *n < 0
-        },
-        |n| -n,
-    );
-    stream.push(1).unwrap();
-    let pushed = panic::catch_unwind(AssertUnwindSafe(|| stream.push(13)));
-    assert!(pushed.is_err());
-    stream.push(-2).unwrap();
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -2]);
-    assert_eq!(stream.blocking_result(), Ok(2));
+    within(5, || {
+        let stream: EventStream<i64, i64> = EventStream::new(
+            |n| {
+                assert_ne!(*n, 13, "unlucky");
+                *n < 0
+            },
+            |n| -n,
+        );
+        stream.push(1).unwrap();
+        let pushed = panic::catch_unwind(AssertUnwindSafe(|| stream.push(13)));
+        assert!(pushed.is_err());
+        stream.push(-2).unwrap();
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -2]);
+        assert_eq!(stream.blocking_result(), Ok(2));
+    });
 }
 
 #[test]

@@ -275,44 +275,48 @@ fn the_readme_turn_streams_from_another_thread_into_one_final_message() {
 
 #[test]
 fn done_is_terminal_and_later_events_are_refused() {
-    let stream = AssistantMessageEventStream::default();
-    let done = draft().finish(DoneReason::Stop);
-    stream.push(done.clone()).unwrap();
-    let late = draft().fail(ErrorReason::Error, "too late");
-    assert!(stream.push(late).is_err(), "no second final message");
-    assert_eq!(stream.iter().count(), 1);
-    let ModelEvent::Done { message, .. } = done else {
-        unreachable!()
-    };
-    assert_eq!(stream.blocking_result(), Ok(message));
+    within(|| {
+        let stream = AssistantMessageEventStream::default();
+        let done = draft().finish(DoneReason::Stop);
+        stream.push(done.clone()).unwrap();
+        let late = draft().fail(ErrorReason::Error, "too late");
+        assert!(stream.push(late).is_err(), "no second final message");
+        assert_eq!(stream.iter().count(), 1);
+        let ModelEvent::Done { message, .. } = done else {
+            unreachable!()
+        };
+        assert_eq!(stream.blocking_result(), Ok(message));
+    });
 }
 
 #[test]
 fn progress_events_do_not_end_the_stream() {
-    let stream = AssistantMessageEventStream::new();
-    let mut draft = draft();
-    stream.push(draft.start()).unwrap();
-    stream.push(draft.text_delta("a")).unwrap();
-    stream
-        .push(draft.tool_call_delta("c", "read", "{}"))
-        .unwrap();
-    stream
-        .push(draft.tool_call_end(ToolCall {
-            id: "c".into(),
-            name: "read".into(),
-            arguments: json!({}),
-            raw_arguments: None,
-        }))
-        .unwrap();
-    let mut cx = Context::from_waker(Waker::noop());
-    assert!(
-        stream.poll_result(&mut cx).is_pending(),
-        "no result before done or error"
-    );
-    stream
-        .push(draft.fail(ErrorReason::Aborted, "stop"))
-        .unwrap();
-    assert_eq!(stream.iter().count(), 5);
+    within(|| {
+        let stream = AssistantMessageEventStream::new();
+        let mut draft = draft();
+        stream.push(draft.start()).unwrap();
+        stream.push(draft.text_delta("a")).unwrap();
+        stream
+            .push(draft.tool_call_delta("c", "read", "{}"))
+            .unwrap();
+        stream
+            .push(draft.tool_call_end(ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: json!({}),
+                raw_arguments: None,
+            }))
+            .unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            stream.poll_result(&mut cx).is_pending(),
+            "no result before done or error"
+        );
+        stream
+            .push(draft.fail(ErrorReason::Aborted, "stop"))
+            .unwrap();
+        assert_eq!(stream.iter().count(), 5);
+    });
 }
 
 /// A model that answers every call with the same text, or fails once aborted.
@@ -331,7 +335,8 @@ impl Model for EchoModel {
         let last = if aborted {
             draft.fail(ErrorReason::Aborted, "aborted")
         } else {
-            draft.text_delta(&format!("{} messages", context.messages.len()));
+            let said = format!("{} messages", context.messages.len());
+            stream.push(draft.text_delta(&said)).unwrap();
             draft.finish(DoneReason::Stop)
         };
         stream.push(last).unwrap();
@@ -339,26 +344,36 @@ impl Model for EchoModel {
     }
 }
 
-/// Reads any model stream through the trait alone.
-fn final_message(stream: &dyn ModelStream) -> Result<AssistantMessage, StreamError> {
-    block_on(async {
-        while poll_fn(|cx| stream.poll_next(cx)).await.is_some() {}
-        poll_fn(|cx| stream.poll_result(cx)).await
+/// Reads any model stream through the trait alone: the kinds of its events,
+/// then its final message.
+fn read_all(
+    stream: impl ModelStream + Send + 'static,
+) -> (Vec<String>, Result<AssistantMessage, StreamError>) {
+    within(move || {
+        block_on(async {
+            let mut kinds = Vec::new();
+            while let Some(event) = poll_fn(|cx| stream.poll_next(cx)).await {
+                kinds.push(serde_json::to_value(&event).unwrap()["type"].to_string());
+            }
+            (kinds, poll_fn(|cx| stream.poll_result(cx)).await)
+        })
     })
 }
 
 #[test]
 fn a_model_returns_a_model_stream_and_honours_its_abort_signal() {
     let context = AgentContext::default();
-    let answer = final_message(&EchoModel.stream(&context, StreamOptions::default())).unwrap();
-    assert_eq!(answer.content, [text("0 messages").into()]);
+    let (kinds, answer) = read_all(EchoModel.stream(&context, StreamOptions::default()));
+    assert_eq!(kinds, [r#""start""#, r#""text_delta""#, r#""done""#]);
+    assert_eq!(answer.unwrap().content, [text("0 messages").into()]);
 
     let signal = Arc::new(AtomicBool::new(true));
     let options = StreamOptions {
         signal: Some(signal),
     };
-    let aborted = final_message(&EchoModel.stream(&context, options)).unwrap();
-    assert_eq!(aborted.stop_reason, StopReason::Aborted);
+    let (kinds, aborted) = read_all(EchoModel.stream(&context, options));
+    assert_eq!(kinds, [r#""start""#, r#""error""#]);
+    assert_eq!(aborted.unwrap().stop_reason, StopReason::Aborted);
 }
 
 #[test]
@@ -367,5 +382,7 @@ fn a_model_stream_whose_producer_vanished_reports_it() {
     let producer = stream.producer();
     producer.push(draft().start()).unwrap();
     drop(producer);
-    assert_eq!(final_message(&stream), Err(StreamError::ProducerDropped));
+    let (kinds, result) = read_all(stream);
+    assert_eq!(kinds, [r#""start""#], "queued events are still delivered");
+    assert_eq!(result, Err(StreamError::ProducerDropped));
 }

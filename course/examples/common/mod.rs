@@ -44,7 +44,7 @@ pub fn figure(mut samples: Vec<f64>, unit: &str) -> Value {
 }
 
 /// What a row is held to.
-pub enum Target {
+pub enum Goal {
     /// `ours / baseline` must be at least the limit (higher is better).
     AtLeast(f64, &'static str),
     /// `ours / baseline` must be at most the limit (lower is better).
@@ -54,13 +54,13 @@ pub enum Target {
 }
 
 /// Prints one row on stdout.
-pub fn row(workload: &str, size: &str, ours: Value, baseline: Option<Value>, target: Target) {
+pub fn row(workload: &str, size: &str, ours: Value, baseline: Option<Value>, target: Goal) {
     let ratio = baseline
         .as_ref()
         .map(|baseline| median(&ours) / median(baseline));
     let (target, met) = match (target, ratio) {
-        (Target::AtLeast(limit, words), Some(ratio)) => (words, Some(ratio >= limit)),
-        (Target::AtMost(limit, words), Some(ratio)) => (words, Some(ratio <= limit)),
+        (Goal::AtLeast(limit, words), Some(ratio)) => (words, Some(ratio >= limit)),
+        (Goal::AtMost(limit, words), Some(ratio)) => (words, Some(ratio <= limit)),
         _ => ("(reported)", None),
     };
     let row = json!({
