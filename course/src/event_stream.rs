@@ -23,7 +23,7 @@
 //!   ([`poll_next`](EventStream::poll_next), `next().await`,
 //!   `result().await`), so any executor can drive it. The blocking side
 //!   ([`iter`](EventStream::iter), [`blocking_result`](EventStream::blocking_result))
-//!   is the same futures driven by [`block_on`](crate::block_on).
+//!   is the same futures driven by [`block_on`].
 //! * **No consumer waits forever.** Code on another thread pushes through a
 //!   [`Producer`] handle. When the last producer is dropped before the
 //!   stream finished, the stream fails with [`StreamError::ProducerDropped`]:

@@ -123,33 +123,41 @@ fn a_tool_call_shows_raw_arguments_until_it_ends() {
 
 #[test]
 fn a_new_kind_of_delta_or_another_call_starts_a_new_block() {
-    let mut draft = draft();
-    draft.tool_call_delta("c1", "read", "{}");
-    let second_call = draft.tool_call_delta("c2", "read", "{");
-    let after_calls = draft.text_delta("done");
-    let whole = draft.tool_call_end(ToolCall {
-        id: "c3".into(),
+    let whole = |id: &str| ToolCall {
+        id: id.into(),
         name: "read".into(),
         arguments: json!({}),
         raw_arguments: None,
-    });
+    };
+    let mut draft = draft();
+    let first = draft.tool_call_delta("c1", "read", "{}");
+    let second = draft.tool_call_delta("c2", "read", "{");
+    let after_a_call = draft.tool_call_end(whole("c3"));
+    let after_calls = draft.text_delta("done");
+    let after_text = draft.tool_call_end(whole("c4"));
     let last = draft.text_delta("bye");
 
-    assert_eq!(content_index(&second_call), 1);
-    assert_eq!(content_index(&after_calls), 2);
     assert_eq!(
-        content_index(&whole),
-        3,
+        [
+            &first,
+            &second,
+            &after_a_call,
+            &after_calls,
+            &after_text,
+            &last
+        ]
+        .map(content_index),
+        [0, 1, 2, 3, 4, 5],
         "a call that arrived whole comes last"
     );
-    assert_eq!(content_index(&last), 4);
     assert_eq!(
         partial(&last).content,
         [
             call("c1", json!({}), Some("{}")),
             call("c2", json!({}), Some("{")),
-            text("done").into(),
             call("c3", json!({}), None),
+            text("done").into(),
+            call("c4", json!({}), None),
             text("bye").into(),
         ]
     );
