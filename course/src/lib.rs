@@ -4,16 +4,15 @@
 //! history (`course(NN): …`) mark where a chapter starts and ends.
 //!
 //! * Chapter 02 — [`event_stream`]: one stream that carries the events of a
-//!   process and resolves its final result.
+//!   process and resolves its final result ([`block_on()`] drives it without
+//!   an async runtime).
 //! * Chapter 03 — [`types`]: the message IR that saves one complete tool
-//!   round-trip (four roles, content blocks, stop reasons, model events,
-//!   system prompt replay, the lossy text projection), and
-//!   [`event_stream::AssistantMessageEventStream`].
+//!   round-trip, and [`assistant_stream`]: the stream of one model call.
 
-pub mod block_on;
 pub mod event_stream;
-pub mod partial;
-pub mod sections;
-pub mod types;
 
+mod block_on;
 pub use block_on::block_on;
+
+pub mod assistant_stream;
+pub mod types;

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::Duration;
 
 use course::block_on;
 use course::event_stream::EventStream;
@@ -20,13 +23,24 @@ fn kind(event: &Event) -> &'static str {
     }
 }
 
-fn text_stream() -> EventStream<Event, String> {
+/// A stream whose `Done` event is terminal and carries the result.
+fn letter_stream() -> EventStream<Event, String> {
     EventStream::new(
         |event| matches!(event, Event::Done(_)),
         |event| match event {
-            Event::Done(text) => text.to_string(),
+            Event::Done(letters) => letters.to_string(),
             Event::Delta(_) => unreachable!("only a terminal event carries the result"),
         },
+    )
+}
+
+/// Runs `work` on its own thread and gives up after a second, so a stream
+/// that never ends fails the test instead of hanging the test run.
+fn within_a_second<V: Send + 'static>(work: impl FnOnce() -> V + Send + 'static) -> V {
+    let (report, finished) = mpsc::channel();
+    thread::spawn(move || report.send(work()));
+    finished.recv_timeout(Duration::from_secs(1)).expect(
+        "the consumer still waits after a second: did the terminal event finish the stream?",
     )
 }
 
@@ -42,24 +56,27 @@ impl Wake for CountingWaker {
 
 #[test]
 fn queued_events_are_delivered_and_the_terminal_event_sets_the_result() {
-    let stream = text_stream();
+    let stream = letter_stream();
     stream.push(Event::Delta("A")).unwrap();
     stream.push(Event::Done("AB")).unwrap();
 
-    let mut kinds = Vec::new();
-    block_on(async {
-        while let Some(event) = stream.next().await {
-            kinds.push(kind(&event));
-        }
+    let (kinds, result) = within_a_second(move || {
+        block_on(async {
+            let mut kinds = Vec::new();
+            while let Some(event) = stream.next().await {
+                kinds.push(kind(&event));
+            }
+            (kinds, stream.result().await)
+        })
     });
 
     assert_eq!(kinds, ["delta", "done"]);
-    assert_eq!(block_on(stream.result()), Ok("AB".to_string()));
+    assert_eq!(result, Ok("AB".to_string()));
 }
 
 #[test]
 fn a_waiting_consumer_is_woken_by_the_next_push_and_end_finishes_it() {
-    let stream = text_stream();
+    let stream = letter_stream();
     let counter = Arc::new(CountingWaker::default());
     let waker = Waker::from(Arc::clone(&counter));
     let mut cx = Context::from_waker(&waker);
@@ -91,6 +108,10 @@ fn a_waiting_consumer_is_woken_by_the_next_push_and_end_finishes_it() {
         stream.poll_next(&mut cx),
         Poll::Ready(None),
         "end() ends iteration"
+    );
+    assert_eq!(
+        stream.poll_result(&mut cx),
+        Poll::Ready(Ok("A".to_string()))
     );
     assert_eq!(block_on(stream.result()), Ok("A".to_string()));
 }

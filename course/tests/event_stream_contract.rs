@@ -1,32 +1,57 @@
 //! Chapter 02's stream under pressure: threads, late pushes, several waiters,
 //! and a producer that disappears.
 
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
 use course::block_on;
-use course::event_stream::{EventStream, RefusedReason, StreamError};
+use course::event_stream::{EventStream, Refused, StreamError};
 
 /// Events are numbers; a negative number is terminal and its negation is the result.
 fn number_stream() -> EventStream<i64, i64> {
     EventStream::new(|n| *n < 0, |n| -n)
 }
 
-/// Runs `work` on its own thread and fails the test if it has not finished in time,
-/// so a lost wake-up shows up as a failure instead of a hung test run.
-fn within<T: Send + 'static>(seconds: u64, work: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || done.send(work()));
+/// Runs `work` on its own thread and fails the test if it has not finished in
+/// time, so a lost wake-up shows up as a failure instead of a hung test run.
+fn within<V: Send + 'static>(seconds: u64, work: impl FnOnce() -> V + Send + 'static) -> V {
+    let (report, finished) = mpsc::channel();
+    thread::spawn(move || report.send(work()));
     finished
         .recv_timeout(Duration::from_secs(seconds))
         .expect("the consumer hung: an event or a wake-up was lost")
 }
 
+/// Counts its wake-ups.
+#[derive(Default)]
+struct Counter(AtomicUsize);
+
+impl Wake for Counter {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Counter {
+    fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn counting_waker() -> (Arc<Counter>, Waker) {
+    let counter = Arc::new(Counter::default());
+    (Arc::clone(&counter), Waker::from(counter))
+}
+
 #[test]
 fn no_event_or_wake_up_is_lost_across_threads_for_a_blocking_consumer() {
-    within(60, || {
+    within(5, || {
         for round in 0..200_i64 {
             let stream = number_stream();
             let producer = stream.producer();
@@ -48,7 +73,7 @@ fn no_event_or_wake_up_is_lost_across_threads_for_a_blocking_consumer() {
 
 #[test]
 fn no_event_or_wake_up_is_lost_across_threads_for_an_async_consumer() {
-    within(60, || {
+    within(5, || {
         for round in 0..200_i64 {
             let stream = number_stream();
             let producer = stream.producer();
@@ -78,51 +103,64 @@ fn no_event_or_wake_up_is_lost_across_threads_for_an_async_consumer() {
 
 #[test]
 fn a_push_after_the_terminal_event_is_refused_and_changes_nothing() {
-    let stream = number_stream();
-    stream.push(1).unwrap();
-    stream.push(-5).unwrap();
+    within(5, || {
+        let stream = number_stream();
+        stream.push(1).unwrap();
+        stream.push(-5).unwrap();
 
-    let refused = stream.push(7).unwrap_err();
-    assert_eq!(refused.value, 7, "the refused event is handed back");
-    assert_eq!(refused.reason, RefusedReason::Finished);
-    let refused_terminal = stream.push(-9).unwrap_err();
-    assert_eq!(refused_terminal.value, -9);
+        assert_eq!(
+            stream.push(7),
+            Err(Refused(7)),
+            "the refused event is handed back"
+        );
+        assert_eq!(stream.push(-9), Err(Refused(-9)));
+        assert_eq!(stream.producer().push(8), Err(Refused(8)));
 
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -5]);
-    assert_eq!(stream.blocking_result(), Ok(5), "no second fact");
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -5]);
+        assert_eq!(stream.blocking_result(), Ok(5), "no second fact");
+    });
 }
 
 #[test]
 fn end_before_a_terminal_event_sets_the_result_and_refuses_the_terminal_event() {
-    let stream = number_stream();
-    stream.push(1).unwrap();
-    stream.end(42).unwrap();
-    assert!(stream.is_finished());
-    assert_eq!(stream.push(-3).unwrap_err().reason, RefusedReason::Finished);
-    assert_eq!(
-        stream.iter().collect::<Vec<_>>(),
-        [1],
-        "queued events are still drained"
-    );
-    assert_eq!(stream.blocking_result(), Ok(42));
+    within(5, || {
+        let stream = number_stream();
+        stream.push(1).unwrap();
+        stream.end(42).unwrap();
+        assert_eq!(stream.push(-3), Err(Refused(-3)));
+        assert_eq!(
+            stream.iter().collect::<Vec<_>>(),
+            [1],
+            "queued events are still drained"
+        );
+        assert_eq!(stream.blocking_result(), Ok(42));
+    });
 }
 
 #[test]
 fn end_after_a_terminal_event_keeps_the_terminal_result() {
+    within(5, || {
+        let stream = number_stream();
+        stream.push(-3).unwrap();
+        assert_eq!(stream.end(99), Err(Refused(99)));
+        assert_eq!(stream.producer().end(98), Err(Refused(98)));
+        assert_eq!(stream.blocking_result(), Ok(3));
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [-3]);
+    });
+}
+
+#[test]
+fn the_result_is_ready_before_the_events_are_read() {
     let stream = number_stream();
-    stream.push(-3).unwrap();
-    let refused = stream.end(99).unwrap_err();
-    assert_eq!(
-        (refused.value, refused.reason),
-        (99, RefusedReason::Finished)
-    );
-    assert_eq!(stream.blocking_result(), Ok(3));
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [-3]);
+    stream.push(1).unwrap();
+    stream.push(-2).unwrap();
+    assert_eq!(within(5, move || stream.blocking_result()), Ok(2));
 }
 
 #[test]
 fn several_waiters_receive_the_same_result() {
     let stream = Arc::new(number_stream());
+    let producer = stream.producer();
     let waiters: Vec<_> = (0..4)
         .map(|i| {
             let stream = Arc::clone(&stream);
@@ -136,14 +174,49 @@ fn several_waiters_receive_the_same_result() {
         })
         .collect();
     thread::sleep(Duration::from_millis(20));
-    stream.push(-8).unwrap();
-    for waiter in waiters {
-        assert_eq!(waiter.join().unwrap(), Ok(8));
-    }
+    producer.push(-8).unwrap();
+    let results = within(5, move || {
+        waiters
+            .into_iter()
+            .map(|waiter| waiter.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(results, [Ok(8); 4]);
     assert_eq!(
-        block_on(stream.result()),
+        within(5, move || block_on(stream.result())),
         Ok(8),
         "asking again gives the same fact"
+    );
+}
+
+#[test]
+fn a_change_wakes_every_waiting_task_and_each_task_once() {
+    let stream = number_stream();
+    let (events, events_waker) = counting_waker();
+    let (result, result_waker) = counting_waker();
+    let mut events_cx = Context::from_waker(&events_waker);
+    let mut result_cx = Context::from_waker(&result_waker);
+
+    assert_eq!(stream.poll_next(&mut events_cx), Poll::Pending);
+    assert_eq!(
+        stream.poll_next(&mut events_cx),
+        Poll::Pending,
+        "polled twice"
+    );
+    assert_eq!(stream.poll_result(&mut result_cx), Poll::Pending);
+    stream.push(1).unwrap();
+    assert_eq!(
+        (events.count(), result.count()),
+        (1, 1),
+        "both tasks woken, once each"
+    );
+
+    assert_eq!(stream.poll_result(&mut result_cx), Poll::Pending);
+    stream.push(2).unwrap();
+    assert_eq!(
+        (events.count(), result.count()),
+        (1, 2),
+        "a woken task is forgotten until it waits again"
     );
 }
 
@@ -158,9 +231,16 @@ fn a_dropped_producer_ends_the_stream_with_an_error_instead_of_hanging() {
     let second = producer.clone();
     producer.push(1).unwrap();
     drop(producer);
-    assert!(!stream.is_finished(), "a clone still produces");
     second.push(2).unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let (waiting, waker) = counting_waker();
+    assert_eq!(
+        stream.poll_result(&mut Context::from_waker(&waker)),
+        Poll::Pending,
+        "a clone still produces"
+    );
     drop(second);
+    assert_eq!(waiting.count(), 1, "the last drop wakes the waiters");
 
     let received = within(5, move || consumer.join().unwrap());
     assert_eq!(
@@ -168,31 +248,105 @@ fn a_dropped_producer_ends_the_stream_with_an_error_instead_of_hanging() {
         [1, 2],
         "events pushed before the drop are still delivered"
     );
-    assert_eq!(stream.blocking_result(), Err(StreamError::ProducerDropped));
-    assert_eq!(block_on(stream.result()), Err(StreamError::ProducerDropped));
+    let results = within(5, move || {
+        (stream.blocking_result(), block_on(stream.result()))
+    });
+    assert_eq!(
+        results,
+        (
+            Err(StreamError::ProducerDropped),
+            Err(StreamError::ProducerDropped)
+        )
+    );
 }
 
 #[test]
 fn a_producer_dropped_after_the_finish_changes_nothing() {
-    let stream = number_stream();
-    let producer = stream.producer();
-    producer.push(-4).unwrap();
-    drop(producer);
-    assert_eq!(stream.blocking_result(), Ok(4));
+    within(5, || {
+        let stream = number_stream();
+        let producer = stream.producer();
+        producer.push(-4).unwrap();
+        drop(producer);
+        assert_eq!(stream.blocking_result(), Ok(4));
+        let other = stream.producer();
+        other.end(5).unwrap_err();
+        drop(other);
+        assert_eq!(stream.blocking_result(), Ok(4));
+    });
 }
 
 #[test]
-fn pushes_are_refused_once_the_consumer_is_gone() {
-    let stream = number_stream();
-    let producer = stream.producer();
-    producer.push(1).unwrap();
-    drop(stream);
-    assert!(producer.is_closed());
-    let refused = producer.push(2).unwrap_err();
-    assert_eq!(
-        (refused.value, refused.reason),
-        (2, RefusedReason::ConsumerGone)
-    );
+fn only_producer_handles_count_a_stream_without_them_stays_open() {
+    within(5, || {
+        let handed_out = number_stream();
+        drop(handed_out.producer());
+        assert_eq!(
+            handed_out.blocking_result(),
+            Err(StreamError::ProducerDropped)
+        );
+
+        let owned = number_stream();
+        let (_, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(owned.poll_next(&mut cx), Poll::Pending);
+        assert_eq!(owned.poll_result(&mut cx), Poll::Pending);
+    });
+}
+
+#[test]
+fn a_panicking_is_complete_leaves_the_stream_as_it_was() {
+    within(5, || {
+        let stream: EventStream<i64, i64> = EventStream::new(
+            |n| {
+                assert_ne!(*n, 13, "unlucky");
+                *n < 0
+            },
+            |n| -n,
+        );
+        stream.push(1).unwrap();
+        let pushed = panic::catch_unwind(AssertUnwindSafe(|| stream.push(13)));
+        assert!(pushed.is_err());
+        stream.push(-2).unwrap();
+        assert_eq!(stream.iter().collect::<Vec<_>>(), [1, -2]);
+        assert_eq!(stream.blocking_result(), Ok(2));
+    });
+}
+
+#[test]
+fn block_on_sleeps_until_woken_from_another_thread() {
+    /// Pending until another thread sets the flag and wakes it.
+    struct Flag(Arc<std::sync::Mutex<(bool, Option<Waker>)>>);
+
+    impl Future for Flag {
+        type Output = &'static str;
+
+        fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<&'static str> {
+            let mut state = self.0.lock().unwrap();
+            if state.0 {
+                Poll::Ready("set")
+            } else {
+                state.1 = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+
+    let shared = Arc::new(std::sync::Mutex::new((false, None::<Waker>)));
+    let setter = Arc::clone(&shared);
+    let output = within(5, move || {
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            let waker = {
+                let mut state = setter.lock().unwrap();
+                state.0 = true;
+                state.1.take()
+            };
+            waker.expect("block_on registered a waker").wake();
+        });
+        block_on(Flag(shared))
+    });
+    assert_eq!(output, "set");
+    assert_eq!(block_on(async { 7 }), 7, "a ready future needs no wake-up");
 }
 
 #[test]
@@ -200,32 +354,15 @@ fn refusals_and_errors_explain_themselves() {
     let stream = number_stream();
     stream.end(0).unwrap();
     let refused = stream.push(1).unwrap_err();
-    assert!(
-        refused.to_string().contains("already finished"),
-        "{refused}"
-    );
-    assert!(
-        StreamError::ProducerDropped
-            .to_string()
-            .contains("producer was dropped")
-    );
-}
-
-#[test]
-fn an_iterator_dropped_midway_loses_no_event() {
-    let stream = number_stream();
-    for n in 1..=5 {
-        stream.push(n).unwrap();
-    }
-    let mut iter = stream.iter();
-    assert_eq!(iter.next(), Some(1));
-    drop(iter);
     assert_eq!(
-        stream.blocking_next(),
-        Some(2),
-        "the iterator's unread batch went back"
+        refused.to_string(),
+        "the stream has already finished; the value was refused"
     );
-    assert_eq!(block_on(stream.next()), Some(3));
-    stream.push(-6).unwrap();
-    assert_eq!(stream.iter().collect::<Vec<_>>(), [4, 5, -6]);
+    assert_eq!(
+        StreamError::ProducerDropped.to_string(),
+        "every producer was dropped before the stream finished"
+    );
+    let errors: [Box<dyn std::error::Error>; 2] =
+        [Box::new(refused), Box::new(StreamError::ProducerDropped)];
+    assert!(errors.iter().all(|error| error.source().is_none()));
 }

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use course::event_stream::AssistantMessageEventStream;
+use course::assistant_stream::AssistantMessageEventStream;
 use course::types::{
     AgentMessage, AssistantContent, AssistantMessage, ErrorReason, ModelEvent, Sections,
     StopReason, SystemMessage, ToolCall, assistant_message, current_system_message,

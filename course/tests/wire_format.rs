@@ -1,88 +1,122 @@
-//! Chapter 03's JSON wire format: exactly the chapter's shapes, in both directions.
+//! Chapter 03's JSON wire format, byte for byte: what is read from JSON text
+//! is written back as the same text, in the chapter's field order.
 
 use course::types::{
     AgentContext, AgentMessage, AssistantMessage, DoneReason, ErrorReason, MessageDraft,
-    ModelEvent, Sections, StopReason, SystemMessage, ToolResultMessage, assistant_message, text,
+    ModelEvent, Sections, StopReason, SystemMessage, ToolCall, ToolResultMessage, Usage,
+    UserMessage, assistant_message, text,
 };
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// The chapter's README round-trip: user → assistant (text + toolCall) → toolResult.
-const TRANSCRIPT: &str = r##"[
-  {"role":"user","content":[{"type":"text","text":"请读取 README，然后告诉我项目名。"}],"timestamp":1000},
-  {"role":"assistant",
-   "content":[{"type":"text","text":"我先读取项目说明。"},
-              {"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}}],
-   "provider":"scripted","model":"scripted-v1",
-   "usage":{"input":18,"output":12,"totalTokens":30},
-   "stopReason":"toolUse","timestamp":1010},
-  {"role":"toolResult","toolCallId":"call_1","toolName":"read",
-   "content":[{"type":"text","text":"# tiny-pi\nA small agent runtime."}],
-   "isError":false,"timestamp":1020}
-]"##;
+const README_ROUND_TRIP: &str = concat!(
+    r#"[{"role":"user","content":[{"type":"text","text":"请读取 README，然后告诉我项目名。"}],"timestamp":1000},"#,
+    r#"{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"},"#,
+    r#"{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}}],"#,
+    r#""provider":"scripted","model":"scripted-v1","usage":{"input":18,"output":12,"totalTokens":30},"#,
+    r#""stopReason":"toolUse","timestamp":1010},"#,
+    r#"{"role":"toolResult","toolCallId":"call_1","toolName":"read","#,
+    r##""content":[{"type":"text","text":"# tiny-pi\nA small agent runtime."}],"isError":false,"timestamp":1020}]"##,
+);
 
-fn parse<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, serde_json::Error> {
+fn parse<T: DeserializeOwned>(json: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(json)
 }
 
-#[test]
-fn the_chapter_transcript_round_trips_to_an_equal_value() {
-    let messages: Vec<AgentMessage> = parse(TRANSCRIPT).unwrap();
-    assert_eq!(messages.len(), 3);
-    let AgentMessage::Assistant(assistant) = &messages[1] else {
-        panic!("second message is the assistant's: {:?}", messages[1]);
-    };
-    assert_eq!(assistant.stop_reason, StopReason::ToolUse);
-    assert_eq!(assistant.usage.total_tokens, 30);
-    let AgentMessage::ToolResult(result) = &messages[2] else {
-        panic!("third message is the tool result");
-    };
-    assert_eq!(result.tool_call_id, "call_1");
+fn write<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("every message serializes")
+}
 
-    let written = serde_json::to_value(&messages).unwrap();
-    let original: Value = parse(TRANSCRIPT).unwrap();
-    assert_eq!(written, original);
+/// Reads `json` as a `T` and writes it back: the bytes must not change.
+fn assert_round_trip<T: Serialize + DeserializeOwned>(json: &str) {
+    let value: T = parse(json).unwrap_or_else(|error| panic!("{json}: {error}"));
+    assert_eq!(write(&value), json);
 }
 
 #[test]
-fn fields_are_camel_case_and_absent_optionals_are_omitted() {
-    let message = AgentMessage::Assistant(AssistantMessage {
+fn the_readme_round_trip_reads_and_writes_back_the_same_bytes() {
+    let messages: Vec<AgentMessage> = parse(README_ROUND_TRIP).unwrap();
+    let [
+        AgentMessage::User(user),
+        AgentMessage::Assistant(assistant),
+        AgentMessage::ToolResult(result),
+    ] = &messages[..]
+    else {
+        panic!("user → assistant → toolResult, got {messages:?}");
+    };
+    assert_eq!(user.content, [text("请读取 README，然后告诉我项目名。")]);
+    assert_eq!(assistant.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        assistant.usage,
+        Usage {
+            input: 18,
+            output: 12,
+            total_tokens: 30
+        }
+    );
+    let Some(course::types::AssistantContent::ToolCall(call)) = assistant.content.get(1) else {
+        panic!("content[1] is the tool call");
+    };
+    assert_eq!(
+        (call.id.as_str(), result.tool_call_id.as_str()),
+        ("call_1", "call_1"),
+        "the call and its result are paired by id"
+    );
+    assert_eq!(write(&messages), README_ROUND_TRIP);
+
+    let context = format!(r#"{{"messages":{README_ROUND_TRIP}}}"#);
+    assert_round_trip::<AgentContext>(&context);
+}
+
+#[test]
+fn every_message_writes_its_fields_in_the_chapter_order() {
+    for json in [
+        r#"{"role":"system","content":"Be brief.","sections":{"rules":"R","scratch":null},"timestamp":1}"#,
+        r#"{"role":"system","content":"","timestamp":2}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"timestamp":3}"#,
+        r#"{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1,"output":2,"totalTokens":3},"stopReason":"error","timestamp":4,"errorMessage":"socket reset"}"#,
+        r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n","arguments":{"z":1,"a":[true,null]},"rawArguments":"{\"z\":1,"}],"provider":"p","model":"m","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"length","timestamp":5}"#,
+        r#"{"role":"toolResult","toolCallId":"c","toolName":"read","content":[],"details":{"zeta":1,"alpha":{"y":2,"b":3}},"isError":true,"timestamp":6}"#,
+        r#"{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":7}"#,
+    ] {
+        assert_round_trip::<AgentMessage>(json);
+    }
+}
+
+#[test]
+fn helpers_write_the_chapter_defaults() {
+    let message = AssistantMessage {
         timestamp: 5,
         ..assistant_message(vec![text("hi").into()], StopReason::Stop)
-    });
-    let written = serde_json::to_string(&message).unwrap();
+    };
     assert_eq!(
-        written,
+        write(&AgentMessage::Assistant(message)),
         r#"{"role":"assistant","content":[{"type":"text","text":"hi"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":5}"#
     );
-    assert!(!written.contains("null"));
-}
-
-#[test]
-fn every_role_and_stop_reason_has_its_wire_name() {
-    let system = AgentMessage::System(SystemMessage {
-        content: "Be brief.".into(),
-        sections: None,
-        timestamp: 1,
-    });
+    let system = SystemMessage {
+        content: String::new(),
+        sections: Some(Sections::from([("b", Some("B")), ("a", None)])),
+        timestamp: 9,
+    };
     assert_eq!(
-        serde_json::to_value(&system).unwrap(),
-        json!({"role": "system", "content": "Be brief.", "timestamp": 1})
+        write(&system),
+        r#"{"content":"","sections":{"b":"B","a":null},"timestamp":9}"#
     );
-    let result = AgentMessage::ToolResult(ToolResultMessage {
+    let result: ToolResultMessage = ToolResultMessage {
         tool_call_id: "c".into(),
         tool_name: "read".into(),
         content: vec![text("x")],
-        details: Some(json!({"bytes": 1})),
-        is_error: true,
-        timestamp: 2,
-    });
+        details: None,
+        is_error: false,
+        timestamp: 1,
+    };
     assert_eq!(
-        serde_json::to_value(&result).unwrap(),
-        json!({"role": "toolResult", "toolCallId": "c", "toolName": "read",
-               "content": [{"type": "text", "text": "x"}], "details": {"bytes": 1},
-               "isError": true, "timestamp": 2})
+        write(&result),
+        r#"{"toolCallId":"c","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":1}"#
     );
-    let names: Vec<Value> = [
+    let names: Vec<String> = [
         StopReason::Stop,
         StopReason::Length,
         StopReason::ToolUse,
@@ -90,134 +124,87 @@ fn every_role_and_stop_reason_has_its_wire_name() {
         StopReason::Aborted,
     ]
     .iter()
-    .map(|reason| serde_json::to_value(reason).unwrap())
+    .map(write)
     .collect();
     assert_eq!(
         names,
         [
-            json!("stop"),
-            json!("length"),
-            json!("toolUse"),
-            json!("error"),
-            json!("aborted")
+            r#""stop""#,
+            r#""length""#,
+            r#""toolUse""#,
+            r#""error""#,
+            r#""aborted""#
         ]
     );
 }
 
-#[test]
-fn every_model_event_has_the_chapter_shape() {
-    let mut draft = MessageDraft::new(AssistantMessage {
-        timestamp: 7,
+/// The chapter's event sequence for the README turn, then a failed turn.
+const EVENTS: [&str; 6] = [
+    r#"{"type":"start","partial":{"role":"assistant","content":[],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1010}}"#,
+    r#"{"type":"text_delta","contentIndex":0,"delta":"我先读取项目说明。","partial":{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1010}}"#,
+    r#"{"type":"toolcall_delta","contentIndex":1,"delta":"{\"path\":\"README.md\"}","partial":{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"},{"type":"toolCall","id":"call_1","name":"read","arguments":{},"rawArguments":"{\"path\":\"README.md\"}"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1010}}"#,
+    r#"{"type":"toolcall_end","contentIndex":1,"toolCall":{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}},"partial":{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"},{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1010}}"#,
+    r#"{"type":"done","reason":"toolUse","message":{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"},{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}}],"provider":"scripted","model":"scripted-v1","usage":{"input":18,"output":12,"totalTokens":30},"stopReason":"toolUse","timestamp":1010}}"#,
+    r#"{"type":"error","reason":"aborted","error":{"role":"assistant","content":[{"type":"text","text":"部分"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"aborted","timestamp":1010,"errorMessage":"user cancelled"}}"#,
+];
+
+fn draft() -> MessageDraft {
+    MessageDraft::new(AssistantMessage {
+        timestamp: 1_010,
         ..assistant_message(vec![], StopReason::Stop)
+    })
+}
+
+#[test]
+fn the_readme_turn_streams_as_the_chapter_describes() {
+    let mut readme = draft();
+    let mut events = vec![
+        readme.start(),
+        readme.text_delta("我先读取项目说明。"),
+        readme.tool_call_delta("call_1", "read", r#"{"path":"README.md"}"#),
+        readme.tool_call_end(ToolCall {
+            id: "call_1".into(),
+            name: "read".into(),
+            arguments: parse(r#"{"path":"README.md"}"#).unwrap(),
+            raw_arguments: None,
+        }),
+    ];
+    readme.set_usage(Usage {
+        input: 18,
+        output: 12,
+        total_tokens: 30,
     });
-    let start = draft.start();
-    let text_delta = draft.text_delta(0, "我先读取项目说明。").unwrap();
-    let tool_delta = draft
-        .tool_call_delta(1, "call_1", "read", r#"{"path":"README.md"}"#)
-        .unwrap();
-    let tool_end = draft
-        .tool_call_end(1, json!({"path": "README.md"}))
-        .unwrap();
-    let done = draft.finish(DoneReason::ToolUse);
+    events.push(readme.finish(DoneReason::ToolUse));
+    let mut failed = draft();
+    failed.text_delta("部分");
+    events.push(failed.fail(ErrorReason::Aborted, "user cancelled"));
 
-    let header = json!({"role": "assistant", "provider": "scripted", "model": "scripted-v1",
-        "usage": {"input": 0, "output": 0, "totalTokens": 0}, "stopReason": "stop", "timestamp": 7});
-    let with = |content: Value, stop: &str| {
-        let mut message = header.clone();
-        message["content"] = content;
-        message["stopReason"] = json!(stop);
-        message
-    };
-    let said = json!({"type": "text", "text": "我先读取项目说明。"});
-
-    assert_eq!(
-        serde_json::to_value(&start).unwrap(),
-        json!({"type": "start", "partial": with(json!([]), "stop")})
-    );
-    assert_eq!(
-        serde_json::to_value(&text_delta).unwrap(),
-        json!({"type": "text_delta", "contentIndex": 0, "delta": "我先读取项目说明。",
-               "partial": with(json!([said]), "stop")})
-    );
-    assert_eq!(
-        serde_json::to_value(&tool_delta).unwrap(),
-        json!({"type": "toolcall_delta", "contentIndex": 1, "delta": "{\"path\":\"README.md\"}",
-               "partial": with(json!([said, {"type": "toolCall", "id": "call_1", "name": "read",
-                   "arguments": {}, "rawArguments": "{\"path\":\"README.md\"}"}]), "stop")})
-    );
-    let call = json!({"type": "toolCall", "id": "call_1", "name": "read",
-        "arguments": {"path": "README.md"}, "rawArguments": "{\"path\":\"README.md\"}"});
-    let mut bare_call = call.clone();
-    bare_call.as_object_mut().unwrap().remove("type");
-    assert_eq!(
-        serde_json::to_value(&tool_end).unwrap(),
-        json!({"type": "toolcall_end", "contentIndex": 1, "toolCall": bare_call,
-               "partial": with(json!([said, call]), "stop")})
-    );
-    assert_eq!(
-        serde_json::to_value(&done).unwrap(),
-        json!({"type": "done", "reason": "toolUse", "message": with(json!([said, call]), "toolUse")})
-    );
-
-    let failed = MessageDraft::new(assistant_message(vec![], StopReason::Stop))
-        .fail(ErrorReason::Aborted, "user cancelled");
-    let written = serde_json::to_value(&failed).unwrap();
-    assert_eq!(written["type"], "error");
-    assert_eq!(written["reason"], "aborted");
-    assert_eq!(written["error"]["role"], "assistant");
-    assert_eq!(written["error"]["stopReason"], "aborted");
-    assert_eq!(written["error"]["errorMessage"], "user cancelled");
-
-    for event in [start, text_delta, tool_delta, tool_end, done, failed] {
-        let json = serde_json::to_string(&event).unwrap();
-        let back: ModelEvent = parse(&json).unwrap();
-        assert_eq!(back, event, "{json}");
+    let written: Vec<String> = events.iter().map(write).collect();
+    assert_eq!(written, EVENTS);
+    for json in EVENTS {
+        assert_round_trip::<ModelEvent>(json);
     }
 }
 
 #[test]
-fn sections_keep_document_order_through_serde() {
-    let json = r#"{"content":"","sections":{"zeta":"Z","alpha":null,"mid":"M"},"timestamp":3}"#;
-    let message: SystemMessage = parse(json).unwrap();
-    let names: Vec<&str> = message
-        .sections
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|(name, _)| name)
-        .collect();
-    assert_eq!(names, ["zeta", "alpha", "mid"]);
-    assert_eq!(
-        message.sections.as_ref().unwrap().get("alpha"),
-        Some(None),
-        "null is kept as a deletion"
-    );
-    assert_eq!(serde_json::to_string(&message).unwrap(), json);
-}
-
-#[test]
-fn sections_update_in_place_and_re_added_names_go_last() {
-    let mut sections = Sections::from([("a", Some("1")), ("b", Some("2")), ("c", Some("3"))]);
-    assert_eq!(
-        sections.insert("a", Some("1'".into())),
-        Some(Some("1".into()))
-    );
-    assert_eq!(sections.remove("b"), Some(Some("2".into())));
-    assert_eq!(sections.insert("b", Some("2'".into())), None);
-    let order: Vec<(&str, Option<&str>)> = sections.iter().collect();
-    assert_eq!(
-        order,
-        [("a", Some("1'")), ("c", Some("3")), ("b", Some("2'"))]
-    );
-    assert_eq!(sections.remove("missing"), None);
-    assert_eq!(sections.len(), 3);
-}
-
-#[test]
-fn duplicate_section_names_keep_the_first_position_and_the_last_value() {
-    let sections: Sections = parse(r#"{"a":"1","b":"2","a":"3"}"#).unwrap();
-    let order: Vec<(&str, Option<&str>)> = sections.iter().collect();
-    assert_eq!(order, [("a", Some("3")), ("b", Some("2"))]);
+fn a_tool_call_without_its_type_tag_is_refused_everywhere() {
+    let bad_calls = [
+        r#"{"id":"c","name":"n","arguments":{}}"#,
+        r#"{"type":"text","id":"c","name":"n","arguments":{}}"#,
+        r#"{"type":"tool_call","id":"c","name":"n","arguments":{}}"#,
+    ];
+    let partial = r#"{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1}"#;
+    for call in bad_calls {
+        let end = format!(
+            r#"{{"type":"toolcall_end","contentIndex":0,"toolCall":{call},"partial":{partial}}}"#
+        );
+        assert!(parse::<ModelEvent>(&end).is_err(), "{end}");
+        let in_content = partial.replace(r#""content":[]"#, &format!(r#""content":[{call}]"#));
+        assert!(
+            parse::<AssistantMessage>(&in_content).is_err(),
+            "{in_content}"
+        );
+    }
 }
 
 #[test]
@@ -227,11 +214,34 @@ fn unknown_fields_are_ignored() {
         {"role":"system","content":"S","timestamp":2,"toolsAdded":["read"]}
     ],"tools":[]}"#;
     let context: AgentContext = parse(json).unwrap();
-    assert_eq!(context.messages.len(), 2);
+    assert_eq!(
+        write(&context),
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1},{"role":"system","content":"S","timestamp":2}]}"#
+    );
 }
 
 #[test]
-fn malformed_transcripts_are_errors_not_panics() {
+fn sections_keep_document_order_and_nulls() {
+    let json = r#"{"content":"","sections":{"zeta":"Z","alpha":null,"mid":"M"},"timestamp":3}"#;
+    let message: SystemMessage = parse(json).unwrap();
+    let sections: Vec<(&str, Option<&str>)> =
+        message.sections.iter().flat_map(Sections::iter).collect();
+    assert_eq!(
+        sections,
+        [("zeta", Some("Z")), ("alpha", None), ("mid", Some("M"))]
+    );
+    assert_eq!(write(&message), json);
+
+    let repeated: Sections = parse(r#"{"a":"1","b":"2","a":"3"}"#).unwrap();
+    assert_eq!(
+        repeated,
+        Sections::from([("a", Some("3")), ("b", Some("2"))]),
+        "a repeated name keeps its first place and its last value"
+    );
+}
+
+#[test]
+fn malformed_json_is_an_error_never_a_panic() {
     let cases = [
         ("not json", "expected ident"),
         (r#"[{"role":"user","#, "EOF while parsing"),
@@ -274,7 +284,7 @@ fn malformed_transcripts_are_errors_not_panics() {
         ),
         (
             r#"[{"role":"system","content":"","sections":{"a":1},"timestamp":1}]"#,
-            "invalid type",
+            "section `a` is 1, not a string or null",
         ),
         (
             r#"[{"role":"system","content":"","sections":["a"],"timestamp":1}]"#,
@@ -288,7 +298,7 @@ fn malformed_transcripts_are_errors_not_panics() {
 }
 
 #[test]
-fn invalid_done_and_error_reasons_cannot_be_built() {
+fn done_and_error_reasons_cannot_hold_a_wrong_value() {
     let message = r#"{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":1}"#;
     for (json, expected) in [
         (
@@ -322,7 +332,28 @@ fn invalid_done_and_error_reasons_cannot_be_built() {
         let error = parse::<ModelEvent>(&json).expect_err(&json);
         assert!(error.to_string().contains(expected), "{json}: {error}");
     }
-    // In code, the reason types only hold their own values.
-    assert_eq!(StopReason::from(DoneReason::ToolUse), StopReason::ToolUse);
-    assert_eq!(StopReason::from(ErrorReason::Aborted), StopReason::Aborted);
+    let reasons: Vec<StopReason> = [DoneReason::Stop, DoneReason::Length, DoneReason::ToolUse]
+        .into_iter()
+        .map(StopReason::from)
+        .chain([ErrorReason::Error, ErrorReason::Aborted].map(StopReason::from))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            StopReason::Stop,
+            StopReason::Length,
+            StopReason::ToolUse,
+            StopReason::Error,
+            StopReason::Aborted
+        ]
+    );
+}
+
+#[test]
+fn a_user_message_is_text_only() {
+    let user: UserMessage =
+        parse(r#"{"content":[{"type":"text","text":"hi"}],"timestamp":1}"#).unwrap();
+    assert_eq!(user.content, [text("hi")]);
+    let value: Value = serde_json::to_value(&user).unwrap();
+    assert_eq!(value["content"][0]["type"], "text");
 }
