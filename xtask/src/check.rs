@@ -110,7 +110,7 @@ fn check(manifest: &Manifest, dir: &Path, options: &cli::Check) -> Result<Positi
         command: &manifest.run,
         extra: &[],
         dir,
-        target_dir: None,
+        target_dir: &dir.join("target"),
         timeout: options.timeout(),
     }
     .run()?;

@@ -414,7 +414,7 @@ impl Verifier<'_> {
             command: &chapter.manifest.run,
             extra,
             dir,
-            target_dir: Some(&self.cargo_target),
+            target_dir: &self.cargo_target,
             timeout: self.timeout,
         }
         .run()?;
