@@ -82,11 +82,6 @@ impl Error {
         self.kind == Kind::StdoutClosed
     }
 
-    /// True when a signal stopped the command.
-    pub fn is_interrupted(&self) -> bool {
-        matches!(self.kind, Kind::Interrupted(_))
-    }
-
     /// Prefixes the message with what was being done.
     pub fn context(self, what: impl fmt::Display) -> Self {
         Error {

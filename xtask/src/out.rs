@@ -27,6 +27,7 @@ macro_rules! outln {
 }
 
 /// Like `print!`, but returns `Result<()>` instead of panicking.
+#[allow(unused_macros)] // for check's screen clearing, once it prints through this module
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write(format_args!($($arg)*))
@@ -85,7 +86,7 @@ pub fn shell_word(word: &str) -> String {
 pub fn catch_print_panics<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
     let default = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
-        let failed_print = info.payload_as_str().and_then(print_failure).is_some();
+        let failed_print = message(info.payload()).and_then(print_failure).is_some();
         if !failed_print {
             default(info);
         }

@@ -61,6 +61,7 @@ pub fn received() -> Option<i32> {
 }
 
 /// True once SIGINT or SIGTERM arrived.
+#[allow(dead_code)] // for loops that stop on their own terms (verify, check --watch)
 pub fn interrupted() -> bool {
     received().is_some()
 }
