@@ -48,7 +48,7 @@ impl Error {
         Error {
             kind: Kind::Interrupted(signal),
             message: format!(
-                "interrupted by {}: stopped, and removed what this run had half made",
+                "interrupted by {}: stopped, leaving nothing running and nothing half made",
                 crate::signals::name(signal)
             ),
         }

@@ -108,12 +108,12 @@ impl Invocation<'_> {
                 self.dir.display()
             ))
         })?;
-        let group = Group(child.id());
+        let mut group = Group(Some(child.id()));
         let stdout = Drain::start(child.stdout.take());
         let stderr = Drain::start(child.stderr.take());
         let ended = wait(&child, self.timeout);
         // The leader is not reaped yet, so its group id still names our group.
-        group.kill();
+        group.end();
         let status = child.wait();
         let stdout = stdout.finish();
         let mut output = stderr.finish();
@@ -180,21 +180,23 @@ fn has_exited(pid: u32) -> io::Result<bool> {
     Ok(unsafe { info.si_pid() } != 0)
 }
 
-/// The process group a child leads; killed (SIGKILL) when dropped, so an
-/// early return or a panic cannot leave it running either.
-struct Group(u32);
+/// The process group a child leads. [`Group::end`] kills it (SIGKILL)
+/// before the leader is reaped; dropping it unended (a panic) does the same.
+struct Group(Option<u32>);
 
 impl Group {
-    fn kill(&self) {
-        // SAFETY: kill(2) on our own child's process group; ESRCH (already
-        // gone) is fine.
-        unsafe { libc::kill(-(self.0 as libc::pid_t), libc::SIGKILL) };
+    fn end(&mut self) {
+        if let Some(leader) = self.0.take() {
+            // SAFETY: kill(2) on our own child's process group, whose leader
+            // is not reaped yet; ESRCH (already gone) is fine.
+            unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGKILL) };
+        }
     }
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.kill();
+        self.end();
     }
 }
 
