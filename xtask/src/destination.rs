@@ -114,13 +114,13 @@ impl Destination {
         if in_git {
             return Err(Error::bad_input(format!(
                 "{shown} is inside a .git folder, where git keeps its own data: \
-                 choose a folder outside .git (e.g. `cargo xtask practice NN lab`); nothing was touched"
+                 choose a folder outside .git (e.g. `lab`); nothing was touched"
             )));
         }
         if dir == here {
             return Err(Error::bad_input(format!(
                 "{shown} is the current folder: practise in a new folder instead \
-                 (e.g. `cargo xtask practice NN lab`); nothing was touched"
+                 (e.g. `lab`); nothing was touched"
             )));
         }
         let root = repo
@@ -130,7 +130,7 @@ impl Destination {
         if root.starts_with(dir) {
             return Err(Error::bad_input(format!(
                 "{shown} is the course repository or a folder containing it: \
-                 choose a new folder (e.g. `cargo xtask practice NN lab`); nothing was touched"
+                 choose a new folder (e.g. `lab`); nothing was touched"
             )));
         }
         if self.exists {

@@ -90,8 +90,8 @@ pub fn read_guide(repo: &CourseRepo, chapter: &ChapterFolder) -> Result<String> 
         }
         Err(refusal) if refusal.is_symlink() => {
             return Err(Error::bad_input(format!(
-                "cannot read {}: {refusal}, so nothing outside the repository is read; \
-                 make {} a regular file of the repository",
+                "cannot read {}: `{}` is a symlink, and xtask never reads through one \
+                 (nothing outside the repository is read); make it a regular file or folder of the repository",
                 relative.display(),
                 refusal.at.display()
             )));
@@ -207,8 +207,8 @@ fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
     if refusal.is_symlink() {
         Error::bad_input(format!(
             "the tree of {base} has a symlink at `{}`, on the way to {file}: refusing to write \
-             through it, so nothing lands outside the practice folder; nothing was written outside it. \
-             A checkpoint's tree must not put a symlink where the chapter adds {file}",
+             through it (nothing was written outside the practice folder, and no folder was made); \
+             a checkpoint's tree must not put a symlink where the chapter adds a file",
             refusal.at.display()
         ))
     } else {

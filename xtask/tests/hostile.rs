@@ -322,9 +322,23 @@ fn dir_inside_git_the_current_folder_or_the_repository_is_refused() {
 
 // ── 5. The exclude entry ──────────────────────────────────────────────────
 
+/// Points the fixture's `core.excludesFile` at an empty file, so the
+/// caller's global excludes cannot change what git ignores here.
+fn without_global_excludes(fixture: &Fixture) {
+    let empty = fixture.dir.path().join("no-global-excludes");
+    fs::write(&empty, "").unwrap();
+    fixture
+        .repo
+        .config()
+        .unwrap()
+        .set_str("core.excludesFile", empty.to_str().unwrap())
+        .unwrap();
+}
+
 #[test]
 fn the_exclude_pattern_matches_the_folder_alone() {
     let fixture = Fixture::course();
+    without_global_excludes(&fixture);
     let cases = [
         ("*", "other"),
         ("lab[1]", "lab1"),
@@ -375,6 +389,7 @@ fn a_name_with_a_newline_is_refused_inside_the_work_tree() {
 #[test]
 fn a_worktree_is_excluded_in_the_exclude_file_git_reads() {
     let fixture = Fixture::course();
+    without_global_excludes(&fixture);
     let worktree = fixture.dir.path().join("wt");
     fixture.repo.worktree("wt", &worktree, None).unwrap();
     assert!(worktree.join("checkpoints/03/checkpoint.json").is_file());
