@@ -125,7 +125,7 @@ impl cli::Check {
             command: &manifest.run,
             extra: &[],
             dir: lab,
-            target_dir: Some(&target),
+            target_dir: &target,
             timeout: self.timeout(),
         }
         .run()?;

@@ -16,6 +16,11 @@ enum Kind {
     CheckFailed,
     /// Exit 2: the input (arguments, repository, manifest) can't be used.
     BadInput,
+    /// Exit 128 + the signal: SIGINT or SIGTERM arrived; the command stopped
+    /// what it ran and cleaned up on its way out.
+    Interrupted(i32),
+    /// Exit 0, silently: whoever read our stdout went away (`xtask … | head`).
+    StdoutClosed,
 }
 
 /// The result of every fallible step of a command.
@@ -38,12 +43,43 @@ impl Error {
         }
     }
 
+    /// Stopped by signal `signal` (SIGINT or SIGTERM): exit code 128 + signal.
+    pub fn interrupted(signal: i32) -> Self {
+        Error {
+            kind: Kind::Interrupted(signal),
+            message: format!(
+                "interrupted by {}: stopped, leaving nothing running and nothing half made",
+                crate::signals::name(signal)
+            ),
+        }
+    }
+
+    /// Writing to stdout failed. A closed pipe ends the command quietly with
+    /// exit 0 (`xtask list | head`); anything else (a full disk) is exit 1.
+    pub fn stdout(error: std::io::Error) -> Self {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            Error {
+                kind: Kind::StdoutClosed,
+                message: String::new(),
+            }
+        } else {
+            Error::check_failed(format!("cannot write to standard output: {error}"))
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self.kind {
             Kind::CheckFailed => 1,
             Kind::BadInput => 2,
+            Kind::Interrupted(signal) => crate::signals::exit_code(signal),
+            Kind::StdoutClosed => 0,
         }
+    }
+
+    /// True when the error ends the command without a message (stdout closed).
+    pub fn is_silent(&self) -> bool {
+        self.kind == Kind::StdoutClosed
     }
 
     /// Prefixes the message with what was being done.

@@ -6,17 +6,22 @@ mod chapter;
 mod check;
 mod checkpoint;
 mod cli;
+mod destination;
 mod error;
+mod exclude;
 mod hint;
 mod learner_text;
 mod libtest;
 mod list;
 mod locate;
 mod manifest;
+mod out;
 mod practice;
 mod recut;
 mod repo;
 mod runner;
+mod safe_fs;
+mod signals;
 mod tree;
 mod verify;
 mod watch;
@@ -31,17 +36,21 @@ use crate::error::{Error, Result};
 use crate::repo::CourseRepo;
 
 fn main() -> ExitCode {
+    signals::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
+            // Help and version go to stdout: a closed one is no error.
             let _ = error.print();
             return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
         }
     };
-    match run(cli) {
+    match out::catch_print_panics(|| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            if !error.is_silent() {
+                out::note(format_args!("error: {error}"));
+            }
             ExitCode::from(error.exit_code())
         }
     }

@@ -1,16 +1,27 @@
 //! `practice NN DIR`: an isolated exercise folder — the parent's tree, the
 //! target's focused test and the learner's guide; no history, no answer.
+//!
+//! Nothing is written before every check passed (see [`Destination`]); the
+//! folder is built in a staging folder beside DIR and renamed into place, so
+//! a failed or interrupted run (SIGINT, SIGTERM) leaves neither DIR, nor the
+//! staging folder, nor the parent folders it made. Nothing is read or
+//! written through a symlink: not the chapter's guide, not a symlink of the
+//! tree on the way to the focused test. Nothing is printed before DIR is
+//! complete and in place.
 
-use std::fs;
-use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::chapter::{self, ChapterFolder};
 use crate::cli;
-use crate::error::{self, Error, Result};
+use crate::destination::{self, Destination};
+use crate::error::{Error, Result};
+use crate::exclude::{self, Excluded};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest};
+use crate::out::{self, outln, shell_word};
 use crate::repo::CourseRepo;
+use crate::safe_fs::{self, Refusal};
+use crate::signals;
 use crate::tree::{self, Written};
 use crate::worlds;
 
@@ -22,93 +33,124 @@ impl cli::Practice {
     }
 }
 
+/// What a finished run made, for the next steps.
+struct Made {
+    written: Written,
+    excluded: Option<Excluded>,
+}
+
 fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
     let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
     let manifest = chapter.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
-    let dir =
-        std::path::absolute(dir).map_err(error::io(format!("cannot resolve {}", dir.display())))?;
-    check_destination(&dir)?;
-
-    let written = create(repo, &chapter, &manifest, &checkpoint, &dir)?;
-    let excluded = exclude_if_inside(repo, &dir)?;
-    print_next_steps(&manifest, &checkpoint, &dir, &written, excluded.as_deref());
-    Ok(())
+    let guide = read_guide(repo, &chapter)?;
+    let here = std::env::current_dir()
+        .and_then(|here| here.canonicalize())
+        .map_err(|error| Error::bad_input(format!("cannot read the current directory: {error}")))?;
+    let destination = Destination::resolve(dir, &here)?;
+    destination.check(repo, &here)?;
+    let root = canonical_root(repo);
+    let pattern = match destination.path.strip_prefix(&root) {
+        Ok(relative) => Some(exclude::pattern_for(relative)?),
+        Err(_) => None,
+    };
+    let made = {
+        let _section = signals::defer();
+        create(
+            repo,
+            &manifest,
+            &checkpoint,
+            &guide,
+            &destination,
+            pattern.as_deref(),
+        )?
+    };
+    print_next_steps(
+        &manifest,
+        &checkpoint,
+        &destination.path,
+        &root,
+        &here,
+        &made,
+    )
 }
 
-/// Refuses a destination that holds anything: existing work is never overwritten.
-fn check_destination(dir: &Path) -> Result<()> {
-    match fs::symlink_metadata(dir) {
-        Err(error) if error.kind() == ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(Error::bad_input(format!(
-            "cannot inspect {}: {error}",
-            dir.display()
-        ))),
-        Ok(meta) if !meta.is_dir() => Err(Error::bad_input(format!(
-            "{} exists and is not a folder: choose a new folder name; nothing was touched",
-            dir.display()
-        ))),
-        Ok(_) => {
-            let mut entries =
-                fs::read_dir(dir).map_err(error::io(format!("cannot read {}", dir.display())))?;
-            if entries.next().is_some() {
-                Err(Error::bad_input(format!(
-                    "{} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched",
-                    dir.display()
-                )))
-            } else {
-                Ok(())
-            }
+/// Reads the chapter's `LEARNING.md` without following a symlink anywhere
+/// below the repository root, so nothing outside the repository is read.
+pub fn read_guide(repo: &CourseRepo, chapter: &ChapterFolder) -> Result<String> {
+    let path = chapter.guide_path();
+    let relative = path.strip_prefix(&repo.root).unwrap_or(&path);
+    let bytes = match safe_fs::read_inside(&repo.root, relative) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(Error::bad_input(format!(
+                "cannot read {}: it does not exist; every chapter folder needs its learner's guide",
+                path.display()
+            )));
         }
-    }
+        Err(refusal) if refusal.is_symlink() => {
+            return Err(Error::bad_input(format!(
+                "cannot read {}: `{}` is a symlink, and xtask never reads through one \
+                 (nothing outside the repository is read); make it a regular file or folder of the repository",
+                relative.display(),
+                refusal.at.display()
+            )));
+        }
+        Err(refusal) => {
+            return Err(Error::bad_input(format!(
+                "cannot read {}: {refusal}; every chapter folder needs its learner's guide",
+                relative.display()
+            )));
+        }
+    };
+    String::from_utf8(bytes).map_err(|_| {
+        Error::bad_input(format!(
+            "{} is not UTF-8 text: save the guide as UTF-8",
+            path.display()
+        ))
+    })
 }
 
-/// Builds the folder in a temporary sibling and renames it into place, so an
-/// interrupted or failed run leaves no half-written `dir`.
+fn canonical_root(repo: &CourseRepo) -> PathBuf {
+    repo.root
+        .canonicalize()
+        .unwrap_or_else(|_| repo.root.clone())
+}
+
+/// Builds the folder in a staging folder beside DIR, adds the exclude
+/// entry and renames the folder into place. Runs inside a signal section:
+/// on an error or an interrupt the staging folder and the parent folders it
+/// made are removed on the way out.
 fn create(
     repo: &CourseRepo,
-    chapter: &ChapterFolder,
     manifest: &Manifest,
     checkpoint: &Checkpoint,
-    dir: &Path,
-) -> Result<Written> {
-    let parent = dir
-        .parent()
-        .ok_or_else(|| Error::bad_input(format!("{} has no parent folder", dir.display())))?;
-    fs::create_dir_all(parent).map_err(error::io(format!("cannot create {}", parent.display())))?;
-    let name = dir
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.practice-"))
-        .tempdir_in(parent)
-        .map_err(error::io(format!(
-            "cannot create a temporary folder in {}",
-            parent.display()
-        )))?;
-    let guide = fs::read_to_string(chapter.guide_path()).map_err(|error| {
-        Error::bad_input(format!(
-            "cannot read {}: {error}; every chapter folder needs its learner's guide",
-            chapter.guide_path().display()
-        ))
-    })?;
-    let written = build(repo, manifest, checkpoint, &guide, staging.path())?;
-    fs::rename(staging.path(), dir).map_err(|error| {
-        Error::bad_input(format!(
-            "cannot move the practice folder into place at {}: {error}; nothing was left there",
-            dir.display()
-        ))
-    })?;
-    // Renamed away: nothing is left for the guard to clean up.
-    let _ = staging.keep();
-    Ok(written)
+    guide: &str,
+    destination: &Destination,
+    pattern: Option<&[u8]>,
+) -> Result<Made> {
+    destination::remove_stale_staging(destination.parent());
+    // Declared in this order so they are dropped the other way round: the
+    // staging folder goes first, then the parent folders that held it.
+    let parents = destination.create_parents()?;
+    let staging = destination.staging()?;
+    let written = build(repo, manifest, checkpoint, guide, staging.path())?;
+    let excluded = match pattern {
+        Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
+        None => None,
+    };
+    signals::check()?;
+    destination.move_into_place(staging)?;
+    parents.keep();
+    Ok(Made { written, excluded })
 }
 
 /// Writes a practice folder's content into the empty folder `dest`: the base
-/// tree (the parent's when rebuilding) without `checkpoints/`, the target's
+/// tree (the parent's when rebuilding) without the tooling, the target's
 /// focused test and `LEARNING.md` with a header. `verify` builds its leak
-/// proof with this same function.
+/// proof with this same function. A symlink of the base tree on the way to
+/// the focused test is refused; one at the focused test's or the guide's
+/// own path is replaced, never followed.
 pub fn build(
     repo: &CourseRepo,
     manifest: &Manifest,
@@ -117,132 +159,148 @@ pub fn build(
     dest: &Path,
 ) -> Result<Written> {
     let git = &repo.git;
-    let base_tree = repo.tree_of(checkpoint.base(manifest.mode).oid)?;
+    let focused = manifest.focused_test.as_str();
+    if !worlds::is_learner(focused.as_bytes()) {
+        return Err(Error::bad_input(format!(
+            "the focused test {focused} is a tooling path, which never reaches a practice folder: \
+             fix `focusedTest` in the manifest"
+        )));
+    }
+    let base = checkpoint.base(manifest.mode);
+    let base_tree = repo.tree_of(base.oid)?;
     let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
 
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
-    let focused = manifest.focused_test.as_str();
     let test = tree::file_at(git, &target_tree, focused)?.ok_or_else(|| {
         Error::bad_input(format!(
             "the focused test {focused} is not in target {}: fix `focusedTest` in the manifest",
             checkpoint.target.short
         ))
     })?;
-    let test_path = manifest.focused_test.under(dest);
-    remove_if_present(&test_path)?;
-    if let Some(folder) = test_path.parent() {
-        fs::create_dir_all(folder)
-            .map_err(error::io(format!("cannot create {}", folder.display())))?;
-    }
-    tree::write_new_file(&test_path, &test, 0o644)?;
+    safe_fs::write_inside(dest, Path::new(focused), &test, 0o644).map_err(|refusal| {
+        refused(
+            &refusal,
+            &format!("{} {}", base.short, base.subject),
+            focused,
+        )
+    })?;
 
-    let guide_path = dest.join(chapter::GUIDE_FILE);
-    remove_if_present(&guide_path)?;
-    tree::write_new_file(
-        &guide_path,
-        chapter::guide_with_header(manifest, checkpoint, guide).as_bytes(),
+    let with_header = chapter::guide_with_header(manifest, checkpoint, guide);
+    safe_fs::write_inside(
+        dest,
+        Path::new(chapter::GUIDE_FILE),
+        with_header.as_bytes(),
         0o644,
-    )?;
+    )
+    .map_err(|refusal| {
+        refused(
+            &refusal,
+            &format!("{} {}", base.short, base.subject),
+            chapter::GUIDE_FILE,
+        )
+    })?;
     Ok(written)
 }
 
-fn remove_if_present(path: &Path) -> Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(Error::bad_input(format!(
-            "{} is a folder in the base tree: it can't be replaced by a file",
-            path.display()
-        ))),
-        Ok(_) => {
-            fs::remove_file(path).map_err(error::io(format!("cannot replace {}", path.display())))
-        }
-        Err(_) => Ok(()),
+/// The error for a file the practice folder cannot take.
+fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
+    if refusal.is_symlink() {
+        Error::bad_input(format!(
+            "the tree of {base} has a symlink at `{}`, on the way to {file}: refusing to write \
+             through it (nothing was written outside the practice folder, and no folder was made); \
+             a checkpoint's tree must not put a symlink where the chapter adds a file",
+            refusal.at.display()
+        ))
+    } else {
+        Error::bad_input(format!(
+            "cannot add {file} to the tree of {base}: {refusal}; \
+             the checkpoint's tree must leave room for it"
+        ))
     }
-}
-
-/// Adds `dir` to `.git/info/exclude` when it lies inside the work tree, so
-/// the exercise can't be committed by accident. Returns the pattern added.
-fn exclude_if_inside(repo: &CourseRepo, dir: &Path) -> Result<Option<String>> {
-    let (Ok(dir), Ok(root)) = (dir.canonicalize(), repo.root.canonicalize()) else {
-        return Ok(None);
-    };
-    let Ok(relative) = dir.strip_prefix(&root) else {
-        return Ok(None);
-    };
-    let pattern = format!("/{}/", relative.to_string_lossy());
-    let exclude = repo.git.path().join("info").join("exclude");
-    let existing = match fs::read_to_string(&exclude) {
-        Ok(text) => text,
-        Err(error) if error.kind() == ErrorKind::NotFound => String::new(),
-        Err(error) => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: {error}",
-                exclude.display()
-            )));
-        }
-    };
-    if existing.lines().any(|line| line.trim() == pattern) {
-        return Ok(Some(pattern));
-    }
-    let mut text = existing;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&pattern);
-    text.push('\n');
-    if let Some(info) = exclude.parent() {
-        fs::create_dir_all(info).map_err(error::io(format!("cannot create {}", info.display())))?;
-    }
-    fs::write(&exclude, text).map_err(error::io(format!("cannot write {}", exclude.display())))?;
-    Ok(Some(pattern))
 }
 
 fn print_next_steps(
     manifest: &Manifest,
     checkpoint: &Checkpoint,
     dir: &Path,
-    written: &Written,
-    excluded: Option<&str>,
-) {
+    root: &Path,
+    here: &Path,
+    made: &Made,
+) -> Result<()> {
     let base = checkpoint.base(manifest.mode);
-    println!(
-        "Practice folder for chapter {} ({}) is ready: {}",
+    let written = &made.written;
+    let from_here = shell_word(&relative_or_absolute(dir, here));
+    let from_root = shell_word(&relative_or_absolute(dir, root));
+    let root_word = shell_word(&root.display().to_string());
+    outln!(
+        "第 {} 章（{}）的练习文件夹已就绪：{}",
         manifest.id,
         manifest.title,
         dir.display()
-    );
-    println!(
-        "  tree of {} {} ({} files, {} symlinks)",
-        base.short, base.subject, written.files, written.symlinks
-    );
-    println!(
-        "  plus the focused test {} from target {}",
-        manifest.focused_test, checkpoint.target.short
-    );
+    )?;
+    outln!(
+        "  起点 {} {}（{} 个文件，{} 个符号链接）",
+        base.short,
+        base.subject,
+        written.files,
+        written.symlinks
+    )?;
+    outln!(
+        "  另有终点 {} 的聚焦测试 {} 和 {}",
+        checkpoint.target.short,
+        manifest.focused_test,
+        chapter::GUIDE_FILE
+    )?;
     for submodule in &written.submodules {
-        println!("  note: submodule {submodule} was skipped (left as an empty folder)");
+        outln!("  注意：子模块 {submodule} 没有复制（留下一个空文件夹）")?;
     }
-    if let Some(pattern) = excluded {
-        println!("  added {pattern} to .git/info/exclude so it can't be committed by accident");
+    if let Some(excluded) = &made.excluded {
+        let how = if excluded.added {
+            "已写入"
+        } else {
+            "已经在"
+        };
+        outln!(
+            "  {} {} {}，git 不会把这个文件夹当作要提交的文件",
+            excluded.pattern,
+            how,
+            excluded.file.display()
+        )?;
     }
-    let shown = display_path(dir);
-    println!();
-    println!("Next steps:");
-    println!("  1. Read {shown}/{}.", chapter::GUIDE_FILE);
-    println!("  2. Predict the first result, then run the focused test:");
-    println!("       cd {shown} && {}", manifest.run.join(" "));
-    println!("  3. From the course repository, keep a report running while you edit:");
-    println!("       cargo xtask check {} {shown} --watch", manifest.id);
-    println!(
-        "     and when you are stuck: cargo xtask hint {}",
+    outln!()?;
+    outln!("下一步：")?;
+    outln!(
+        "  1. 阅读 {}。",
+        shell_word(&format!(
+            "{}/{}",
+            relative_or_absolute(dir, here),
+            chapter::GUIDE_FILE
+        ))
+    )?;
+    outln!("  2. 先预测结果，再运行聚焦测试：")?;
+    let run: Vec<String> = manifest.run.iter().map(|word| shell_word(word)).collect();
+    outln!("       cd {from_here} && {}", run.join(" "))?;
+    outln!("  3. 在课程仓库根目录 {root_word} 运行检查，它在你每次保存后重新报告进度：")?;
+    outln!(
+        "       cd {root_word} && cargo xtask check {} {from_root} --watch",
         manifest.id
-    );
+    )?;
+    outln!("     卡住时看提示：")?;
+    outln!("       cd {root_word} && cargo xtask hint {}", manifest.id)?;
+    outln!("  cargo xtask 在课程仓库里运行，不在练习文件夹里运行。")?;
+    out::flush()
+}
+
+/// `path` relative to `base` when it is below it, else absolute.
+fn relative_or_absolute(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => path.display().to_string(),
+    }
 }
 
 /// `dir` relative to the current directory when it is below it, else absolute.
 pub fn display_path(dir: &Path) -> String {
     let here = std::env::current_dir().unwrap_or_default();
-    match dir.strip_prefix(&here) {
-        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
-        _ => dir.display().to_string(),
-    }
+    relative_or_absolute(dir, &here)
 }

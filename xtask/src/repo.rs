@@ -26,9 +26,10 @@ impl CourseRepo {
                 start.display()
             )),
             ErrorCode::Owner => Error::bad_input(format!(
-                "the repository containing {} is owned by another user, so git refuses to open it; \
-                 if you trust it, run `git config --global --add safe.directory <its path>`",
-                start.display()
+                "the repository at {} is owned by another user, so git refuses to open it; \
+                 if you trust it, run `git config --global --add safe.directory {}`",
+                owned_repository(start).display(),
+                crate::out::shell_word(&owned_repository(start).to_string_lossy())
             )),
             _ => Error::bad_input(format!(
                 "cannot open the git repository containing {}: {}",
@@ -67,4 +68,16 @@ impl CourseRepo {
             .and_then(|commit| commit.tree())
             .map_err(error::git(format!("cannot read the tree of {commit}")))
     }
+}
+
+/// The work tree git refused to open from `start`: the nearest folder (from
+/// `start` up) holding a `.git`, which is the path `safe.directory` names.
+fn owned_repository(start: &Path) -> PathBuf {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start
+        .ancestors()
+        .find(|folder| folder.join(".git").symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
+        .or_else(|| Repository::discover_path(&start, [] as [&Path; 0]).ok())
+        .unwrap_or(start)
 }

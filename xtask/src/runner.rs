@@ -1,13 +1,24 @@
 //! Running a chapter's focused command in a folder and capturing its output.
+//!
+//! Every child runs in a process group of its own, and the whole group is
+//! killed when the run ends: on a timeout, on SIGINT/SIGTERM, and after a
+//! normal exit (a test's leftover background process included). So a
+//! `loop {}` in a learner's test never survives its run, and a grandchild
+//! holding the output pipes open cannot hang xtask.
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::os::unix::process::CommandExt;
+
 use crate::error::{Error, Result};
+use crate::signals;
 
 /// A finished run.
 #[derive(Debug, Clone)]
@@ -27,9 +38,24 @@ pub struct Invocation<'a> {
     /// Extra arguments, e.g. a test-name filter.
     pub extra: &'a [String],
     pub dir: &'a Path,
-    /// A cargo target folder shared between runs, so repeated builds are incremental.
-    pub target_dir: Option<&'a Path>,
+    /// The cargo target folder of this run, always set (`CARGO_TARGET_DIR`):
+    /// never the caller's, so no other build's test binary can answer for
+    /// this folder. A relative path is taken from the current directory.
+    pub target_dir: &'a Path,
     pub timeout: Duration,
+}
+
+/// How often the wait loop looks at the child, the clock and the signals.
+const POLL: Duration = Duration::from_millis(20);
+/// How long to wait for the output pipes to close once the group is killed
+/// (a process that left the group may still hold them).
+const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+/// How the wait ended.
+enum Ended {
+    Exited,
+    TimedOut,
+    Interrupted(i32),
 }
 
 impl Invocation<'_> {
@@ -43,8 +69,12 @@ impl Invocation<'_> {
             .join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout).
+    /// Runs the command to completion (or to its timeout). SIGINT or SIGTERM
+    /// meanwhile stops the whole process group and returns
+    /// [`Error::interrupted`].
     pub fn run(&self) -> Result<Captured> {
+        let _section = signals::defer();
+        signals::check()?;
         let (program, args) = self
             .command
             .split_first()
@@ -53,18 +83,24 @@ impl Invocation<'_> {
             ("cargo", Some(cargo)) => cargo,
             _ => program.into(),
         };
+        let target_dir = std::path::absolute(self.target_dir).map_err(|error| {
+            Error::bad_input(format!(
+                "cannot resolve the target folder {}: {error}",
+                self.target_dir.display()
+            ))
+        })?;
         let mut command = Command::new(&program);
         command
             .args(args)
             .args(self.extra)
             .current_dir(self.dir)
             .env("CARGO_TERM_COLOR", "never")
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env_remove("CARGO_BUILD_TARGET_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(target_dir) = self.target_dir {
-            command.env("CARGO_TARGET_DIR", target_dir);
-        }
+            .stderr(Stdio::piped())
+            .process_group(0);
         let mut child = command.spawn().map_err(|error| {
             Error::bad_input(format!(
                 "cannot run `{}` in {}: {error}",
@@ -72,28 +108,29 @@ impl Invocation<'_> {
                 self.dir.display()
             ))
         })?;
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-        let started = Instant::now();
-        let mut timed_out = false;
-        let status = loop {
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|error| Error::bad_input(error.to_string()))?
-            {
-                break status;
+        let mut group = Group(Some(child.id()));
+        let stdout = Drain::start(child.stdout.take());
+        let stderr = Drain::start(child.stderr.take());
+        let ended = wait(&child, self.timeout);
+        // The leader is not reaped yet, so its group id still names our group.
+        group.end();
+        let status = child.wait();
+        let stdout = stdout.finish();
+        let mut output = stderr.finish();
+        let status = status.map_err(|error| {
+            Error::bad_input(format!("cannot wait for `{}`: {error}", self.display()))
+        })?;
+        let timed_out = match ended? {
+            Ended::Exited => false,
+            Ended::TimedOut => true,
+            Ended::Interrupted(signal) => {
+                return Err(Error::interrupted(signal).context(format!(
+                    "`{}` in {} was stopped",
+                    self.display(),
+                    self.dir.display()
+                )));
             }
-            if started.elapsed() > self.timeout {
-                timed_out = true;
-                let _ = child.kill();
-                break child
-                    .wait()
-                    .map_err(|error| Error::bad_input(error.to_string()))?;
-            }
-            thread::sleep(Duration::from_millis(20));
         };
-        let stdout = stdout.join().unwrap_or_default();
-        let mut output = stderr.join().unwrap_or_default();
         output.push_str(&stdout);
         Ok(Captured {
             success: status.success() && !timed_out,
@@ -104,12 +141,161 @@ impl Invocation<'_> {
     }
 }
 
-fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
+/// Waits until the child exits (without reaping it), the timeout passes or
+/// a signal arrives.
+fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
+    let started = Instant::now();
+    loop {
+        let exited = has_exited(child.id()).map_err(|error| {
+            Error::bad_input(format!("cannot wait for process {}: {error}", child.id()))
+        })?;
+        if exited {
+            return Ok(Ended::Exited);
         }
+        if let Some(signal) = signals::received() {
+            return Ok(Ended::Interrupted(signal));
+        }
+        if started.elapsed() >= timeout {
+            return Ok(Ended::TimedOut);
+        }
+        thread::sleep(POLL);
+    }
+}
+
+/// True once process `pid` (our child) has exited; it stays a zombie, not
+/// reaped, so its pid (and process group id) cannot be reused yet.
+fn has_exited(pid: u32) -> io::Result<bool> {
+    // SAFETY: waitid only writes into `info`, a zeroed siginfo_t.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    let done = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    if done < 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::Interrupted => Ok(false),
+            _ => Err(error),
+        };
+    }
+    // SAFETY: waitid filled `info` (si_pid stays 0 while the child runs).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// The process group a child leads. [`Group::end`] kills it (SIGKILL)
+/// before the leader is reaped; dropping it unended (a panic) does the same.
+struct Group(Option<u32>);
+
+impl Group {
+    fn end(&mut self) {
+        if let Some(leader) = self.0.take() {
+            // SAFETY: kill(2) on our own child's process group, whose leader
+            // is not reaped yet; ESRCH (already gone) is fine.
+            unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+struct Drain {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drain {
+    fn start(pipe: Option<impl Read + Send + 'static>) -> Self {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (sender, done) = mpsc::channel();
+        let sink = Arc::clone(&bytes);
+        thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let mut chunk = [0u8; 8192];
+                loop {
+                    match pipe.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => sink
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .extend_from_slice(&chunk[..n]),
+                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            let _ = sender.send(());
+        });
+        Drain { bytes, done }
+    }
+
+    /// What was read, once the pipe closed or [`DRAIN_GRACE`] passed.
+    fn finish(self) -> String {
+        let _ = self.done.recv_timeout(DRAIN_GRACE);
+        let bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         String::from_utf8_lossy(&bytes).into_owned()
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, dir: &Path, timeout: Duration) -> Result<Captured> {
+        let command = ["sh".to_string(), "-c".to_string(), script.to_string()];
+        Invocation {
+            command: &command,
+            extra: &[],
+            dir,
+            target_dir: &dir.join("target"),
+            timeout,
+        }
+        .run()
+    }
+
+    #[test]
+    fn output_keeps_stdout_apart_and_stderr_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = sh(
+            "echo out; echo err >&2",
+            dir.path(),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert!(run.success && !run.timed_out);
+        assert_eq!(run.stdout, "out\n");
+        assert_eq!(run.output, "err\nout\n");
+    }
+
+    #[test]
+    fn a_background_process_holding_the_pipes_does_not_hang_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let run = sh(
+            "sleep 1000 & echo started",
+            dir.path(),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert!(run.success);
+        assert_eq!(run.stdout, "started\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_timeout_stops_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = sh(
+            "while :; do :; done",
+            dir.path(),
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(run.timed_out && !run.success);
+    }
 }

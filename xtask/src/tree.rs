@@ -7,7 +7,8 @@
 //! Every file and folder is created fresh (`create_new`, `create_dir`), so a
 //! crafted tree can never write through a symlink it planted earlier. Folders
 //! and links are made first; file contents follow, on two threads for large
-//! trees.
+//! trees. SIGINT/SIGTERM stop the writing between two entries (the caller
+//! removes the half-written folder).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, Tree};
 
 use crate::error::{self, Error, Result};
+use crate::signals;
 
 /// Git's file modes, as tree entries carry them.
 pub const MODE_TREE: i32 = 0o040000;
@@ -86,6 +88,7 @@ const PARALLEL_FROM: usize = 256;
 fn write_files(repo: &Repository, files: Vec<PendingFile>) -> Result<()> {
     let write = |repo: &Repository, files: &[PendingFile]| -> Result<()> {
         for file in files {
+            signals::check()?;
             let content = read_blob(repo, file.oid, &file.shown)?;
             write_new_file(&file.path, &content, file.permissions)?;
         }
@@ -120,6 +123,7 @@ fn write_dir(
     files: &mut Vec<PendingFile>,
 ) -> Result<()> {
     for entry in tree.iter() {
+        signals::check()?;
         let name = entry.name_bytes();
         let len = prefix.len();
         if len > 0 {
@@ -170,7 +174,7 @@ fn write_dir(
 }
 
 /// Creates `path`, failing if anything (even a symlink) is already there.
-pub fn write_new_file(path: &Path, content: &[u8], permissions: u32) -> Result<()> {
+fn write_new_file(path: &Path, content: &[u8], permissions: u32) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)

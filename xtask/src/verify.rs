@@ -460,7 +460,7 @@ impl Verifier<'_> {
             command: program,
             extra,
             dir,
-            target_dir: Some(&self.cargo_target),
+            target_dir: &self.cargo_target,
             timeout: self.timeout,
         };
         let shown = dir.strip_prefix(&self.repo.root).unwrap_or(dir);

@@ -141,7 +141,7 @@ fn modes_symlinks_submodules_and_unusual_names_round_trip() {
             .is_none()
     );
     assert!(
-        run.stdout.contains("submodule vendor-sub was skipped"),
+        run.stdout.contains("子模块 vendor-sub 没有复制"),
         "{}",
         run.stdout
     );

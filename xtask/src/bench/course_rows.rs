@@ -40,7 +40,7 @@ pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
         command: &command,
         extra: &extra,
         dir: &repo.root,
-        target_dir: None,
+        target_dir: &repo.root.join("target"),
         timeout: TIMEOUT,
     }
     .run()?;

@@ -33,7 +33,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             command: &manifest.run,
             extra: &[],
             dir: lab.path(),
-            target_dir: Some(&lab.path().join("target")),
+            target_dir: &lab.path().join("target"),
             timeout: Duration::from_secs(600),
         }
         .run()?;

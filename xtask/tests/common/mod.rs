@@ -478,3 +478,91 @@ impl Fixture {
         files
     }
 }
+/// Starts the xtask binary in `dir` without waiting for it. Stdin is empty
+/// and stderr is captured; stdout goes where the test says.
+pub fn spawn_xtask(dir: &Path, args: &[&str], stdout: std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TERM_COLOR", "never")
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits at most `limit` for `child`. A child still running then is killed
+/// and `None` is returned, so a hanging command fails its test instead of
+/// hanging the test run.
+pub fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// What a spawned child wrote to its captured stderr (after it ended).
+pub fn stderr_of(child: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut text);
+    }
+    text
+}
+
+/// Polls `condition` until it holds (true) or `limit` passes (false).
+pub fn wait_until(limit: std::time::Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    condition()
+}
+
+/// True while process `pid` exists and has not ended (a zombie waiting to
+/// be reaped counts as ended).
+pub fn is_running(pid: i32) -> bool {
+    if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        return !state.starts_with('Z') && !state.starts_with('X');
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Sends `signal` to process `pid`.
+pub fn send_signal(pid: u32, signal: i32) {
+    // SAFETY: plain kill(2) on a child this test started.
+    let sent = unsafe { libc::kill(pid as i32, signal) };
+    assert_eq!(sent, 0, "cannot send signal {signal} to {pid}");
+}
+
+/// The names of practice staging folders (`.NAME.practice-…`) in `dir`.
+pub fn staging_folders(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with('.') && name.contains(".practice-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,355 @@
+//! Where a practice folder goes. DIR is resolved and checked before
+//! anything is written; the folders made on the way to it are removed again
+//! if the run does not finish; the folder is built in a staging folder
+//! beside it (`.NAME.practice-<pid>-<random>`) and renamed into place, and a
+//! later run removes the staging folders of runs that died.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::error::{self, Error, Result};
+use crate::out;
+use crate::repo::CourseRepo;
+
+/// What marks a staging folder: `.NAME` + this + `<pid>-<random>`.
+const STAGING_MARK: &str = ".practice-";
+
+/// DIR, resolved.
+#[derive(Debug)]
+pub struct Destination {
+    /// DIR as an absolute path: its existing part with symlinks resolved,
+    /// then the names that do not exist yet, as typed (`..` applied).
+    pub path: PathBuf,
+    /// The folders between the existing part and DIR that do not exist yet,
+    /// outermost first.
+    missing_parents: Vec<PathBuf>,
+    /// DIR exists (as an empty folder, once [`Destination::check`] passed).
+    exists: bool,
+}
+
+impl Destination {
+    /// Resolves `dir` from `here` (the current directory, canonical).
+    /// Nothing is created: a missing `a/../b` is simply `b`.
+    pub fn resolve(dir: &Path, here: &Path) -> Result<Self> {
+        let mut existing = if dir.is_absolute() {
+            PathBuf::from("/")
+        } else {
+            here.to_path_buf()
+        };
+        let mut missing: Vec<OsString> = Vec::new();
+        for component in dir.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => {
+                    existing = PathBuf::from("/");
+                    missing.clear();
+                }
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if missing.pop().is_none() {
+                        existing.pop();
+                    }
+                }
+                Component::Normal(name) if missing.is_empty() => {
+                    let next = existing.join(name);
+                    match fs::symlink_metadata(&next) {
+                        Ok(_) => {
+                            existing = next.canonicalize().map_err(|error| {
+                                Error::bad_input(format!(
+                                    "cannot resolve {} (on the way to {}): {error}; nothing was touched",
+                                    next.display(),
+                                    dir.display()
+                                ))
+                            })?;
+                        }
+                        Err(error) if error.kind() == ErrorKind::NotFound => {
+                            missing.push(name.to_os_string());
+                        }
+                        Err(error) => {
+                            return Err(Error::bad_input(format!(
+                                "cannot use {} (on the way to {}): {error}; nothing was touched",
+                                next.display(),
+                                dir.display()
+                            )));
+                        }
+                    }
+                }
+                Component::Normal(name) => missing.push(name.to_os_string()),
+            }
+        }
+        let exists = missing.is_empty();
+        let mut path = existing;
+        let mut missing_parents = Vec::new();
+        for (index, name) in missing.iter().enumerate() {
+            path.push(name);
+            if index + 1 < missing.len() {
+                missing_parents.push(path.clone());
+            }
+        }
+        Ok(Destination {
+            path,
+            missing_parents,
+            exists,
+        })
+    }
+
+    /// Refuses a DIR inside any `.git` or the repository's git folders, the
+    /// current folder, the repository or a folder containing it, a file, and
+    /// a folder that is not empty. Touches nothing.
+    pub fn check(&self, repo: &CourseRepo, here: &Path) -> Result<()> {
+        let dir = &self.path;
+        let shown = dir.display();
+        let git_folders = [repo.git.path(), repo.git.commondir()].map(|folder| {
+            folder
+                .canonicalize()
+                .unwrap_or_else(|_| folder.to_path_buf())
+        });
+        let in_git = dir.components().any(|component| {
+            matches!(component, Component::Normal(name) if name.as_encoded_bytes().eq_ignore_ascii_case(b".git"))
+        }) || git_folders.iter().any(|folder| dir.starts_with(folder));
+        if in_git {
+            return Err(Error::bad_input(format!(
+                "{shown} is inside a .git folder, where git keeps its own data: \
+                 choose a folder outside .git (e.g. `lab`); nothing was touched"
+            )));
+        }
+        if dir == here {
+            return Err(Error::bad_input(format!(
+                "{shown} is the current folder: practise in a new folder instead \
+                 (e.g. `lab`); nothing was touched"
+            )));
+        }
+        let root = repo
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| repo.root.clone());
+        if root.starts_with(dir) {
+            return Err(Error::bad_input(format!(
+                "{shown} is the course repository or a folder containing it: \
+                 choose a new folder (e.g. `lab`); nothing was touched"
+            )));
+        }
+        if self.exists {
+            check_empty_folder(dir)?;
+        }
+        Ok(())
+    }
+
+    /// The folder that will hold DIR (and its staging folder).
+    pub fn parent(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("/"))
+    }
+
+    /// DIR's own name.
+    pub fn name(&self) -> &OsStr {
+        self.path.file_name().unwrap_or(OsStr::new("practice"))
+    }
+
+    /// Creates the missing folders on the way to DIR. They are removed
+    /// again when the returned value is dropped, unless it is kept.
+    pub fn create_parents(&self) -> Result<CreatedFolders> {
+        let mut created = CreatedFolders(Vec::new());
+        for folder in &self.missing_parents {
+            match fs::create_dir(folder) {
+                Ok(()) => created.0.push(folder.clone()),
+                // A concurrent run made it: theirs, not ours to remove.
+                Err(error) if error.kind() == ErrorKind::AlreadyExists && folder.is_dir() => {}
+                Err(error) => {
+                    return Err(Error::bad_input(format!(
+                        "cannot create {}: {error}",
+                        folder.display()
+                    )));
+                }
+            }
+        }
+        Ok(created)
+    }
+
+    /// A new, private staging folder beside DIR.
+    pub fn staging(&self) -> Result<TempDir> {
+        let prefix = format!(
+            ".{}{STAGING_MARK}{}-",
+            self.name().to_string_lossy(),
+            std::process::id()
+        );
+        tempfile::Builder::new()
+            .prefix(&prefix)
+            .rand_bytes(8)
+            .tempdir_in(self.parent())
+            .map_err(error::io(format!(
+                "cannot create a staging folder in {}",
+                self.parent().display()
+            )))
+    }
+
+    /// Renames the finished `staging` folder to DIR. If DIR appeared in the
+    /// meantime (another run was faster), the staging folder is removed and
+    /// DIR left as it is.
+    pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
+        match fs::rename(staging.path(), &self.path) {
+            Ok(()) => {
+                // Renamed away: nothing is left for the guard to remove.
+                let _ = staging.keep();
+                Ok(())
+            }
+            Err(error)
+                if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST))
+                    || error.kind() == ErrorKind::NotADirectory =>
+            {
+                drop(staging);
+                Err(Error::bad_input(format!(
+                    "another run created {} while this one was writing (or something else put files there): \
+                     this run's copy was removed and {} was left as it is; use that folder or choose a new one",
+                    self.path.display(),
+                    self.path.display()
+                )))
+            }
+            Err(error) => {
+                drop(staging);
+                Err(Error::bad_input(format!(
+                    "cannot move the practice folder into place at {}: {error}; this run's copy was removed",
+                    self.path.display()
+                )))
+            }
+        }
+    }
+}
+
+/// Refuses a destination that holds anything: existing work is never overwritten.
+fn check_empty_folder(dir: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(dir)
+        .map_err(|error| Error::bad_input(format!("cannot inspect {}: {error}", dir.display())))?;
+    if !meta.is_dir() {
+        return Err(Error::bad_input(format!(
+            "{} exists and is not a folder: choose a new folder name; nothing was touched",
+            dir.display()
+        )));
+    }
+    let mut entries =
+        fs::read_dir(dir).map_err(error::io(format!("cannot read {}", dir.display())))?;
+    if entries.next().is_some() {
+        return Err(Error::bad_input(format!(
+            "{} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Folders a run created on the way to DIR; removed (if still empty),
+/// innermost first, when dropped, unless [`CreatedFolders::keep`] was called.
+#[must_use]
+pub struct CreatedFolders(Vec<PathBuf>);
+
+impl CreatedFolders {
+    /// The run finished: the folders stay.
+    pub fn keep(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for CreatedFolders {
+    fn drop(&mut self) {
+        for folder in self.0.iter().rev() {
+            // Only an empty folder goes: a concurrent run may be using it.
+            let _ = fs::remove_dir(folder);
+        }
+    }
+}
+
+/// Removes the staging folders in `parent` that runs which have since died
+/// left behind (killed with SIGKILL, or a power cut). A folder counts only
+/// if its name is `.NAME.practice-<pid>-<random>`, it is a real folder
+/// owned by this user, and no process `<pid>` exists.
+pub fn remove_stale_staging(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        let name = entry.file_name();
+        let Some(pid) = staging_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        let path = entry.path();
+        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if ours && !process_exists(pid) && fs::remove_dir_all(&path).is_ok() {
+            out::note(format_args!(
+                "note: removed {}, left by an earlier practice run that did not finish",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// The pid in a staging folder's name, if `name` is one.
+fn staging_pid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(STAGING_MARK)?;
+    let (pid, random) = tail.split_once('-')?;
+    let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    if random_ok && pid_ok {
+        pid.parse().ok().filter(|&pid| pid > 0)
+    } else {
+        None
+    }
+}
+
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_names_are_recognised() {
+        assert_eq!(staging_pid(".lab.practice-123-AbC123xy"), Some(123));
+        assert_eq!(staging_pid(".my lab.practice-7-a"), Some(7));
+        assert_eq!(staging_pid(".a.practice-b.practice-9-z9"), Some(9));
+        for other in [
+            "lab.practice-1-a",
+            ".notes.practice-draft",
+            ".lab.practice-12-",
+            ".lab.practice--abc",
+            ".lab.practice-0-abc",
+            ".lab.practice-1-a/b",
+        ] {
+            assert_eq!(staging_pid(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn resolving_applies_dot_dot_to_missing_names_and_follows_existing_links() {
+        let holder = tempfile::tempdir().unwrap();
+        let here = holder.path().canonicalize().unwrap();
+        fs::create_dir(here.join("real")).unwrap();
+        std::os::unix::fs::symlink(here.join("real"), here.join("link")).unwrap();
+        let resolve = |dir: &str| Destination::resolve(Path::new(dir), &here).unwrap();
+
+        let dest = resolve("newparent/../x");
+        assert_eq!(dest.path, here.join("x"));
+        assert!(dest.missing_parents.is_empty() && !dest.exists);
+
+        let dest = resolve("a/b/c");
+        assert_eq!(dest.path, here.join("a/b/c"));
+        assert_eq!(dest.missing_parents, [here.join("a"), here.join("a/b")]);
+
+        assert_eq!(resolve("link/lab").path, here.join("real/lab"));
+        assert_eq!(resolve("link/../x").path, here.join("x"));
+        assert_eq!(resolve(".").path, here);
+        assert!(resolve("real").exists);
+        assert_eq!(resolve("/").path, Path::new("/"));
+    }
+}
