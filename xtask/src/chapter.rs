@@ -1,5 +1,8 @@
 //! A chapter's folder under `checkpoints/`: its manifest, its learner's
-//! guide and its hints. This module knows the folder's file names.
+//! guide and its hints, and the course's tutor protocol beside the chapter
+//! folders. This module knows their file names, and reads them without
+//! following a symlink anywhere below the repository root: nothing outside
+//! the repository is ever read.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,6 +12,7 @@ use crate::learner_text;
 use crate::locate::Checkpoint;
 use crate::manifest::{self, ChapterId, Manifest};
 use crate::repo::CourseRepo;
+use crate::safe_fs;
 use crate::tree;
 
 /// The manifest of a chapter folder.
@@ -17,11 +21,24 @@ pub const MANIFEST_FILE: &str = "checkpoint.json";
 pub const GUIDE_FILE: &str = "LEARNING.md";
 /// The hint ladder (authoring material: it never reaches a practice folder).
 pub const HINTS_FILE: &str = "hints.md";
+/// The course's tutor protocol for AI coding assistants, in `checkpoints/`;
+/// every practice folder gets a copy at its root under the same name.
+pub const TUTOR_FILE: &str = "AGENTS.md";
 
 /// A chapter folder under `checkpoints/` and its manifest file.
 pub struct ChapterFolder {
     pub id: ChapterId,
     pub dir: PathBuf,
+    /// The repository root, below which every read stays.
+    root: PathBuf,
+}
+
+/// What a practice folder hands the learner besides the code: the chapter's
+/// guide and, when the course has one, the tutor protocol.
+#[derive(Debug, Clone)]
+pub struct Handout {
+    pub guide: String,
+    pub tutor: Option<String>,
 }
 
 impl ChapterFolder {
@@ -35,12 +52,57 @@ impl ChapterFolder {
         self.dir.join(GUIDE_FILE)
     }
 
+    /// Reads a text file below the repository root, never through a symlink;
+    /// `None` when it does not exist.
+    fn read(&self, path: &Path) -> Result<Option<String>> {
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        let bytes = safe_fs::read_inside(&self.root, relative).map_err(|refusal| {
+            if refusal.is_symlink() {
+                Error::bad_input(format!(
+                    "cannot read {}: `{}` is a symlink, and xtask never reads through one \
+                     (nothing outside the repository is read); make it a regular file or folder of the repository",
+                    relative.display(),
+                    refusal.at.display()
+                ))
+            } else {
+                Error::bad_input(format!("cannot read {}: {refusal}", relative.display()))
+            }
+        })?;
+        bytes
+            .map(|bytes| {
+                String::from_utf8(bytes).map_err(|_| {
+                    Error::bad_input(format!(
+                        "{} is not UTF-8 text: save it as UTF-8",
+                        relative.display()
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// Reads the guide and the tutor protocol a practice folder hands out.
+    pub fn handout(&self) -> Result<Handout> {
+        let path = self.guide_path();
+        let guide = self.read(&path)?.ok_or_else(|| {
+            Error::bad_input(format!(
+                "{} does not exist: every chapter folder needs its learner's guide",
+                path.display()
+            ))
+        })?;
+        let tutor = match self.dir.parent() {
+            Some(checkpoints) => self.read(&checkpoints.join(TUTOR_FILE))?,
+            None => None,
+        };
+        Ok(Handout { guide, tutor })
+    }
+
     /// Reads and checks the manifest. Errors give the file, line and column.
     pub fn load(&self) -> Result<Manifest> {
         let path = self.manifest_path();
-        let text = fs::read_to_string(&path).map_err(|error| {
-            Error::bad_input(format!("cannot read {}: {error}", path.display()))
-        })?;
+        let text = self
+            .read(&path)?
+            .ok_or_else(|| Error::bad_input(format!("{} does not exist", path.display())))?;
+        // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
             let message = error.to_string();
@@ -76,6 +138,10 @@ impl ChapterFolder {
 
 /// Every chapter folder under `checkpoints_dir`, in order.
 pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
+    let root = checkpoints_dir
+        .parent()
+        .unwrap_or(checkpoints_dir)
+        .to_path_buf();
     let entries = match fs::read_dir(checkpoints_dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -94,6 +160,7 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
             Some(ChapterFolder {
                 id,
                 dir: entry.path(),
+                root: root.clone(),
             })
         })
         .collect();
@@ -118,24 +185,6 @@ pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
 }
 
 impl ChapterFolder {
-    /// Reads the learner's guide. It must be a regular file inside the
-    /// repository: a symlink is refused, so nothing outside is ever read.
-    pub fn read_guide(&self) -> Result<String> {
-        let path = self.guide_path();
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => Err(Error::bad_input(format!(
-                "{} is a symlink: the guide must be a file of the chapter folder (nothing outside the repository is read)",
-                path.display()
-            ))),
-            _ => fs::read_to_string(&path).map_err(|error| {
-                Error::bad_input(format!(
-                    "cannot read {}: {error}; every chapter folder needs its learner's guide",
-                    path.display()
-                ))
-            }),
-        }
-    }
-
     /// The hint ladder of this chapter.
     pub fn hints_path(&self) -> PathBuf {
         self.dir.join(HINTS_FILE)

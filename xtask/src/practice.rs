@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::chapter::{self, ChapterFolder};
+use crate::chapter::{self, Handout};
 use crate::cli;
 use crate::destination::{self, Destination};
 use crate::error::{Error, Result};
@@ -43,7 +43,8 @@ fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
     let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
     let manifest = chapter.load()?;
     let checkpoint = locate::locate(&repo.git, id)?;
-    let guide = read_guide(repo, &chapter)?;
+    chapter::check_target(repo, &manifest, &checkpoint)?;
+    let handout = chapter.handout()?;
     let here = std::env::current_dir()
         .and_then(|here| here.canonicalize())
         .map_err(|error| Error::bad_input(format!("cannot read the current directory: {error}")))?;
@@ -60,7 +61,7 @@ fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
             repo,
             &manifest,
             &checkpoint,
-            &guide,
+            &handout,
             &destination,
             pattern.as_deref(),
         )?
@@ -73,42 +74,6 @@ fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
         &here,
         &made,
     )
-}
-
-/// Reads the chapter's `LEARNING.md` without following a symlink anywhere
-/// below the repository root, so nothing outside the repository is read.
-pub fn read_guide(repo: &CourseRepo, chapter: &ChapterFolder) -> Result<String> {
-    let path = chapter.guide_path();
-    let relative = path.strip_prefix(&repo.root).unwrap_or(&path);
-    let bytes = match safe_fs::read_inside(&repo.root, relative) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: it does not exist; every chapter folder needs its learner's guide",
-                path.display()
-            )));
-        }
-        Err(refusal) if refusal.is_symlink() => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: `{}` is a symlink, and xtask never reads through one \
-                 (nothing outside the repository is read); make it a regular file or folder of the repository",
-                relative.display(),
-                refusal.at.display()
-            )));
-        }
-        Err(refusal) => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: {refusal}; every chapter folder needs its learner's guide",
-                relative.display()
-            )));
-        }
-    };
-    String::from_utf8(bytes).map_err(|_| {
-        Error::bad_input(format!(
-            "{} is not UTF-8 text: save the guide as UTF-8",
-            path.display()
-        ))
-    })
 }
 
 fn canonical_root(repo: &CourseRepo) -> PathBuf {
@@ -125,7 +90,7 @@ fn create(
     repo: &CourseRepo,
     manifest: &Manifest,
     checkpoint: &Checkpoint,
-    guide: &str,
+    handout: &Handout,
     destination: &Destination,
     pattern: Option<&[u8]>,
 ) -> Result<Made> {
@@ -134,7 +99,7 @@ fn create(
     // staging folder goes first, then the parent folders that held it.
     let parents = destination.create_parents()?;
     let staging = destination.staging()?;
-    let written = build(repo, manifest, checkpoint, guide, staging.path())?;
+    let written = build(repo, manifest, checkpoint, handout, staging.path())?;
     let excluded = match pattern {
         Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
         None => None,
@@ -147,7 +112,7 @@ fn create(
 
 /// Writes a practice folder's content into the empty folder `dest`: the base
 /// tree (the parent's when rebuilding) without the tooling, the target's
-/// focused test and `LEARNING.md` with a header. `verify` builds its leak
+/// focused test, `LEARNING.md` with a header and the course's `AGENTS.md`. `verify` builds its leak
 /// proof with this same function. A symlink of the base tree on the way to
 /// the focused test is refused; one at the focused test's or the guide's
 /// own path is replaced, never followed.
@@ -155,7 +120,7 @@ pub fn build(
     repo: &CourseRepo,
     manifest: &Manifest,
     checkpoint: &Checkpoint,
-    guide: &str,
+    handout: &Handout,
     dest: &Path,
 ) -> Result<Written> {
     let git = &repo.git;
@@ -185,20 +150,18 @@ pub fn build(
         )
     })?;
 
-    let with_header = chapter::guide_with_header(manifest, checkpoint, guide);
-    safe_fs::write_inside(
-        dest,
-        Path::new(chapter::GUIDE_FILE),
-        with_header.as_bytes(),
-        0o644,
-    )
-    .map_err(|refusal| {
-        refused(
-            &refusal,
-            &format!("{} {}", base.short, base.subject),
-            chapter::GUIDE_FILE,
-        )
-    })?;
+    let with_header = chapter::guide_with_header(manifest, checkpoint, &handout.guide);
+    let handed_out = std::iter::once((chapter::GUIDE_FILE, with_header.as_str())).chain(
+        handout
+            .tutor
+            .as_deref()
+            .map(|tutor| (chapter::TUTOR_FILE, tutor)),
+    );
+    for (file, content) in handed_out {
+        safe_fs::write_inside(dest, Path::new(file), content.as_bytes(), 0o644).map_err(
+            |refusal| refused(&refusal, &format!("{} {}", base.short, base.subject), file),
+        )?;
+    }
     Ok(written)
 }
 

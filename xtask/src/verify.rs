@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use git2::{ObjectType, Oid};
 use serde::Serialize;
 
-use crate::chapter::{self, ChapterFolder};
+use crate::chapter::{self, ChapterFolder, Handout};
 use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
@@ -167,7 +167,7 @@ fn lock(work: &Path) -> Result<File> {
 struct Chapter {
     manifest: Manifest,
     checkpoint: Checkpoint,
-    guide: String,
+    handout: Handout,
 }
 
 impl Chapter {
@@ -175,11 +175,11 @@ impl Chapter {
         let manifest = folder.load()?;
         let checkpoint = locate::locate(&repo.git, folder.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let guide = folder.read_guide()?;
+        let handout = folder.handout()?;
         Ok(Chapter {
             manifest,
             checkpoint,
-            guide,
+            handout,
         })
     }
 
@@ -433,7 +433,7 @@ impl Verifier<'_> {
             self.repo,
             &manifest,
             &chapter.checkpoint,
-            &chapter.guide,
+            &chapter.handout,
             &dir,
         )?;
         Ok(dir)
@@ -553,7 +553,8 @@ fn differences(repo: &CourseRepo, chapter: &Chapter, dir: &Path) -> Result<Vec<S
     let mut expected = tree::list_tree(git, &base_tree, &worlds::is_tooling)?;
     let focused = PathBuf::from(manifest.focused_test.as_str());
     let focused_blob = tree::list_tree(git, &target_tree, &|_| false)?.remove(&focused);
-    let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.guide);
+    let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.handout.guide);
+    let tutor = chapter.handout.tutor.as_deref();
 
     let mut problems = Vec::new();
     for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
@@ -581,6 +582,12 @@ fn differences(repo: &CourseRepo, chapter: &Chapter, dir: &Path) -> Result<Vec<S
                 problems.push(format!(
                     "{shown} is not the chapter's guide with its header"
                 ));
+            }
+            continue;
+        }
+        if relative == Path::new(chapter::TUTOR_FILE) && tutor.is_some() {
+            if fs::read_to_string(entry.path()).ok().as_deref() != tutor {
+                problems.push(format!("{shown} is not the course's tutor protocol"));
             }
             continue;
         }

@@ -303,9 +303,9 @@ fn an_existing_empty_folder_is_used() {
 }
 
 #[test]
-fn a_failure_mid_write_leaves_no_folder() {
+fn a_focused_test_missing_at_the_target_leaves_no_folder() {
     let fixture = Fixture::course();
-    // The focused test is missing from the target: found only after the tree was written.
+    // The manifest is checked against the target before anything is written.
     fixture.write_manifest(
         "03",
         &common::manifest("03", "course/tests/missing.rs", &[]),
@@ -313,7 +313,7 @@ fn a_failure_mid_write_leaves_no_folder() {
     let before = snapshot(fixture.root());
     fixture
         .xtask(&["practice", "03", "lab"])
-        .fails_with(2, &["course/tests/missing.rs", "focusedTest"]);
+        .fails_with(2, &["`course/tests/missing.rs`", "does not have"]);
     assert_eq!(
         snapshot(fixture.root()),
         before,
@@ -421,4 +421,22 @@ fn a_large_tree_is_written_completely_on_two_threads() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o111, 0o111);
+}
+
+#[test]
+fn the_course_tutor_protocol_is_handed_out_with_the_guide() {
+    let fixture = Fixture::course();
+    fixture.write("checkpoints/AGENTS.md", "先预测，再运行。\n");
+    fixture.xtask(&["practice", "03", "lab"]).success();
+    assert_eq!(
+        read(&fixture.root().join("lab/AGENTS.md")),
+        "先预测，再运行。\n"
+    );
+
+    fs::remove_file(fixture.root().join("checkpoints/AGENTS.md")).unwrap();
+    fixture.xtask(&["practice", "03", "lab2"]).success();
+    assert!(
+        !fixture.root().join("lab2/AGENTS.md").exists(),
+        "a course without one hands none out"
+    );
 }
