@@ -17,6 +17,7 @@ use crate::learner_text as say;
 use crate::libtest::{self, CompileError, Failure, Report};
 use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
+use crate::out::{out, outln};
 use crate::practice::display_path;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
@@ -73,7 +74,7 @@ impl cli::Check {
         let lab = find_lab(repo, &self.dir, &manifest)?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
-            self.print(&position);
+            self.print(&position)?;
             return if position.complete {
                 Ok(())
             } else {
@@ -91,11 +92,11 @@ impl cli::Check {
             let position = self.check(repo, &manifest, &lab)?;
             if !self.json {
                 // Clear the screen so only the newest report shows.
-                print!("\x1b[2J\x1b[H");
+                out!("\x1b[2J\x1b[H")?;
             }
-            self.print(&position);
+            self.print(&position)?;
             if !self.json {
-                println!("\n{}", say::watching(&display_path(&lab)));
+                outln!("\n{}", say::watching(&display_path(&lab)))?;
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
         }
@@ -145,68 +146,68 @@ impl cli::Check {
         Ok(position)
     }
 
-    fn print(&self, position: &Position) {
+    fn print(&self, position: &Position) -> Result<()> {
         if self.verbose {
-            println!("{}", position.output);
+            outln!("{}", position.output)?;
         }
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(position).expect("the position serializes")
-            );
-            return;
+            )?;
+            return Ok(());
         }
-        println!("{}", say::heading(&position.chapter, &position.title));
+        outln!("{}", say::heading(&position.chapter, &position.title))?;
         if !position.focused_test_present {
-            println!("{}", position.output);
-            return;
+            return outln!("{}", position.output);
         }
         if position.timed_out {
-            println!("{}", say::timed_out(self.timeout()));
+            outln!("{}", say::timed_out(self.timeout()))?;
         } else if position.compiled {
-            println!("{}", say::COMPILES);
+            outln!("{}", say::COMPILES)?;
         } else if !position.errors.is_empty() {
-            println!("{}", say::does_not_compile(position.errors.len()));
+            outln!("{}", say::does_not_compile(position.errors.len()))?;
             for error in position.errors.iter().take(5) {
-                println!("  {}", say::error_line(&error.message));
-                println!(
+                outln!("  {}", say::error_line(&error.message))?;
+                outln!(
                     "    {}",
                     say::error_location(error.location.as_deref(), error.teaching_file.as_deref())
-                );
+                )?;
                 for help in &error.help {
-                    println!("    {}", say::help_line(help));
+                    outln!("    {}", say::help_line(help))?;
                 }
             }
         }
-        print_steps(&position.steps);
+        print_steps(&position.steps)?;
         if let Some(failure) = &position.first_failure {
-            println!("{}", say::first_failure(&failure.name));
+            outln!("{}", say::first_failure(&failure.name))?;
             for line in failure.message.lines() {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
         }
         if position.complete {
-            println!("{}", say::complete(position.passed, &position.chapter));
+            outln!("{}", say::complete(position.passed, &position.chapter))?;
         } else if !position.timed_out
             && position.first_failure.is_none()
             && position.errors.is_empty()
         {
-            println!("{}", say::FAILED_WITHOUT_A_TEST);
+            outln!("{}", say::FAILED_WITHOUT_A_TEST)?;
             let tail: Vec<&str> = position.output.lines().rev().take(10).collect();
             for line in tail.iter().rev() {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
         } else {
-            println!("{}", say::NEXT);
+            outln!("{}", say::NEXT)?;
         }
+        Ok(())
     }
 }
 
-fn print_steps(steps: &[StepStatus]) {
+fn print_steps(steps: &[StepStatus]) -> Result<()> {
     if steps.is_empty() {
-        return;
+        return Ok(());
     }
-    println!("{}", say::STEPS);
+    outln!("{}", say::STEPS)?;
     let width = steps
         .iter()
         .map(|step| step.filter.chars().count())
@@ -215,15 +216,16 @@ fn print_steps(steps: &[StepStatus]) {
     for step in steps {
         let mark = if step.green { " ✓" } else { "" };
         let pad = width - step.filter.chars().count();
-        println!(
+        outln!(
             "  {} {}{} {}/{}{mark}",
             step.id,
             step.filter,
             " ".repeat(pad),
             step.passed,
             step.expected
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Resolves DIR against the current folder, then against the repository

@@ -8,6 +8,7 @@ use crate::cli;
 use crate::error::{self, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::out::outln;
 use crate::repo::CourseRepo;
 
 /// The `--json` shape of `checkpoint NN`.
@@ -62,12 +63,12 @@ fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
         commands: commands(&manifest, &checkpoint),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).expect("the report serializes")
-        );
+        )?;
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(())
 }
@@ -122,24 +123,24 @@ fn status_letter(status: Delta) -> char {
     }
 }
 
-fn print_text(report: &Report<'_>) {
+fn print_text(report: &Report<'_>) -> Result<()> {
     let mode = match report.mode {
         Mode::Rebuild => "rebuild: practise from the parent",
         Mode::Observe => "observe: practise from the target",
     };
-    println!("Chapter {} — {} ({mode})", report.id, report.title);
+    outln!("Chapter {} — {} ({mode})", report.id, report.title)?;
     for (role, commit) in [("parent", report.parent), ("target", report.target)] {
-        println!("  {role}  {}  {}", commit.short, commit.subject);
-        println!("          {}", commit.id);
+        outln!("  {role}  {}  {}", commit.short, commit.subject)?;
+        outln!("          {}", commit.id)?;
     }
-    println!();
-    println!("The layer changes {} file(s):", report.files.len());
+    outln!()?;
+    outln!("The layer changes {} file(s):", report.files.len())?;
     for file in &report.files {
-        println!("  {} {}", file.status, file.path);
+        outln!("  {} {}", file.status, file.path)?;
     }
-    println!();
-    println!("Focused test: {}", report.focused_test);
-    println!("Practise:     {}", report.commands.practice);
-    println!("Run it:       {}", report.commands.run);
-    println!("See the diff: {}", report.commands.diff);
+    outln!()?;
+    outln!("Focused test: {}", report.focused_test)?;
+    outln!("Practise:     {}", report.commands.practice)?;
+    outln!("Run it:       {}", report.commands.run)?;
+    outln!("See the diff: {}", report.commands.diff)
 }

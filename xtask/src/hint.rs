@@ -22,6 +22,7 @@ use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::manifest::ChapterId;
+use crate::out::outln;
 use crate::repo::CourseRepo;
 
 /// The hints of one step.
@@ -56,20 +57,20 @@ fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Resul
         ))
     })?;
     let level = usize::from(level);
-    println!("{}", say::hint_heading(&id.to_string(), &chosen.step));
+    outln!("{}", say::hint_heading(&id.to_string(), &chosen.step))?;
     for (index, text) in chosen.levels.iter().take(level).enumerate() {
-        println!("\n{}", say::hint_rung(index + 1));
+        outln!("\n{}", say::hint_rung(index + 1))?;
         for line in text.lines() {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
     }
     if level < say::HINT_LEVELS.len() {
-        println!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level));
+        outln!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level))?;
     } else {
-        println!("\n{}", say::HINT_LAST);
+        outln!("\n{}", say::HINT_LAST)?;
     }
     if step.is_none() && known.len() > 1 {
-        println!("{}", say::hint_steps(&known.join("、")));
+        outln!("{}", say::hint_steps(&known.join("、")))?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::chapter;
 use crate::cli;
 use crate::error::Result;
 use crate::locate::{self, CommitInfo};
+use crate::out::outln;
 use crate::repo::CourseRepo;
 
 /// One row of `list --json`.
@@ -54,31 +55,31 @@ fn run(repo: &CourseRepo, json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("the rows serialize")
-        );
+        )?;
         return Ok(());
     }
     if rows.is_empty() {
-        println!(
+        outln!(
             "No chapters: {} holds no chapter folder with a checkpoint.json",
             repo.checkpoints_dir().display()
-        );
+        )?;
     }
     for row in &rows {
         let problem = row.problem.as_deref().unwrap_or_default();
         match (&row.title, &row.parent, &row.target) {
             (None, _, _) => {
-                println!("{}  (manifest does not load)", row.id);
-                println!("    {problem}");
+                outln!("{}  (manifest does not load)", row.id)?;
+                outln!("    {problem}")?;
             }
             (Some(title), Some(parent), Some(target)) => {
-                println!("{}  {title}", row.id);
-                println!("    parent {}  {}", parent.short, parent.subject);
-                println!("    target {}  {}", target.short, target.subject);
+                outln!("{}  {title}", row.id)?;
+                outln!("    parent {}  {}", parent.short, parent.subject)?;
+                outln!("    target {}  {}", target.short, target.subject)?;
             }
-            (Some(title), _, _) => println!("{}  {title}\n    does not locate: {problem}", row.id),
+            (Some(title), _, _) => outln!("{}  {title}\n    does not locate: {problem}", row.id)?,
         }
     }
     Ok(())

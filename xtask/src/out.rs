@@ -27,14 +27,12 @@ macro_rules! outln {
 }
 
 /// Like `print!`, but returns `Result<()>` instead of panicking.
-#[allow(unused_macros)] // for check's screen clearing, once it prints through this module
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write(format_args!($($arg)*))
     };
 }
 
-#[allow(unused_imports)]
 pub(crate) use {out, outln};
 
 /// Writes `args` to stdout.

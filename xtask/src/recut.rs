@@ -62,6 +62,7 @@ use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::ChapterId;
+use crate::out::outln;
 use crate::repo::CourseRepo;
 use crate::tree;
 use crate::worlds;
@@ -97,8 +98,8 @@ impl cli::Recut {
         if self.no_verify {
             return Ok(());
         }
-        println!();
-        println!("Verifying every chapter (skip this with --no-verify)…");
+        outln!()?;
+        outln!("Verifying every chapter (skip this with --no-verify)…")?;
         cli::Verify {
             ids: Vec::new(),
             json: false,
@@ -739,23 +740,23 @@ fn print_commits(
         .name
         .strip_prefix("refs/heads/")
         .unwrap_or(&branch.name);
-    println!(
+    outln!(
         "Re-cut on {shown_branch}, on top of {}:",
         describe(old_head)
-    );
+    )?;
     for id in commits {
         let commit = git
             .find_commit(*id)
             .map_err(error::git(format!("cannot read commit {id}")))?;
-        println!("  {}", describe(&commit));
+        outln!("  {}", describe(&commit))?;
     }
     for note in notes {
-        println!("note: {note}");
+        outln!("note: {note}")?;
     }
-    println!(
+    outln!(
         "The learner's files in the work tree and the index now match HEAD; \
          tooling files and their index entries were left as they were."
-    );
+    )?;
     Ok(())
 }
 

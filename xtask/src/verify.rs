@@ -36,6 +36,7 @@ use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::out::outln;
 use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
@@ -97,12 +98,12 @@ impl cli::Verify {
             chapters: results,
         };
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&summary).expect("the summary serializes")
-            );
+            )?;
         } else {
-            print_table(&summary);
+            print_table(&summary)?;
         }
         let failed = summary
             .chapters
@@ -772,13 +773,13 @@ fn tail(output: &str) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-fn print_table(summary: &Summary) {
-    println!();
+fn print_table(summary: &Summary) -> Result<()> {
+    outln!()?;
     let mut header = format!("{:<8}", "chapter");
     for proof in PROOFS {
         header.push_str(&format!("{proof:<14}"));
     }
-    println!("{}", header.trim_end());
+    outln!("{}", header.trim_end())?;
     for chapter in &summary.chapters {
         let mut row = format!("{:<8}", chapter.id.to_string());
         for proof in &chapter.proofs {
@@ -788,11 +789,11 @@ fn print_table(summary: &Summary) {
                 format!("{mark} {:>5.1}s", proof.seconds)
             ));
         }
-        println!("{}", row.trim_end());
+        outln!("{}", row.trim_end())?;
     }
     for chapter in &summary.chapters {
         for proof in chapter.proofs.iter().filter(|proof| !proof.passed) {
-            println!("\n{} {}: {}", chapter.id, proof.proof, proof.detail);
+            outln!("\n{} {}: {}", chapter.id, proof.proof, proof.detail)?;
         }
     }
     let verdict = if summary.passed {
@@ -800,7 +801,7 @@ fn print_table(summary: &Summary) {
     } else {
         "some proofs failed"
     };
-    println!("\n{verdict}");
+    outln!("\n{verdict}")
 }
 
 #[cfg(test)]

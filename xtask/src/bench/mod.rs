@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{self, Workload};
 use crate::error::{Error, Result};
+use crate::out::outln;
 use crate::repo::CourseRepo;
 use clap::ValueEnum;
 
@@ -94,12 +95,12 @@ fn run(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
     }
 
     if options.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("the rows serialize")
-        );
+        )?;
     } else {
-        print_table(&rows);
+        print_table(&rows)?;
     }
     Ok(())
 }
@@ -143,7 +144,7 @@ fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
     }
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[Row]) -> Result<()> {
     let header = ["workload", "size", "ours", "baseline", "ratio", "target"];
     let cells: Vec<[String; 6]> = rows
         .iter()
@@ -182,18 +183,19 @@ fn print_table(rows: &[Row]) {
             .zip(&widths)
             .map(|(value, width)| format!("{value}{}", " ".repeat(width - value.chars().count())))
             .collect();
-        println!("| {} |", padded.join(" | "));
+        outln!("| {} |", padded.join(" | "))
     };
-    line(header.to_vec());
-    println!(
+    line(header.to_vec())?;
+    outln!(
         "|{}|",
         widths
             .iter()
             .map(|width| "-".repeat(width + 2))
             .collect::<Vec<_>>()
             .join("|")
-    );
+    )?;
     for row in &cells {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
