@@ -102,8 +102,22 @@ impl Invocation<'_> {
             .stderr(Stdio::piped())
             .process_group(0);
         let mut child = command.spawn().map_err(|error| {
+            let why = if !self.dir.is_dir() {
+                format!(
+                    "the folder {} does not exist (any more)",
+                    self.dir.display()
+                )
+            } else if error.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "the program `{}` was not found: it comes from the chapter manifest's `run`; \
+                     install it or fix `run` in checkpoints/NN/checkpoint.json",
+                    program.to_string_lossy()
+                )
+            } else {
+                error.to_string()
+            };
             Error::bad_input(format!(
-                "cannot run `{}` in {}: {error}",
+                "cannot run `{}` in {}: {why}",
                 self.display(),
                 self.dir.display()
             ))

@@ -250,3 +250,18 @@ fn check_builds_the_lab_in_its_own_target_folder_whatever_cargo_target_dir_says(
         "built in the lab's own target/"
     );
 }
+
+#[test]
+fn a_run_program_that_does_not_exist_is_traced_to_the_manifest() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["run"] = serde_json::json!(["no-such-program-xyz", "test"]);
+    });
+    lab_with(&fixture, None);
+    fixture.xtask(&["check", "01", "lab"]).fails_with(
+        2,
+        &[
+            "`no-such-program-xyz` was not found",
+            "the chapter manifest's `run`",
+        ],
+    );
+}
