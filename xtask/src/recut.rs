@@ -19,7 +19,7 @@
 //!    make it in the work tree and re-cut the first chapter; every later
 //!    chapter is replayed on top.
 //! 2. a **`course(NN):` commit** with the work tree's learner world, under
-//!    the message of NN's current target (`course(NN): <title>` for a chapter
+//!    the subject of NN's current target (`course(NN): <title>` for a chapter
 //!    that was never cut);
 //! 3. unless `--only`, for each later chapter MM, a **`course(MM):` commit**
 //!    that replays MM's old layer (old parent → old target, learner paths
@@ -382,10 +382,15 @@ impl<'r> Planner<'_, 'r> {
                 start.from
             )));
         }
-        let message = match &own {
-            Some(checkpoint) => message_of(self.git, checkpoint.target.oid)?,
+        let subject = match &own {
+            Some(checkpoint) => checkpoint.target.subject.clone(),
             None => format!("{} {}", id.commit_prefix(), chapter.load()?.title),
         };
+        // The old body described the old layer: only the subject carries over.
+        let message = format!(
+            "{subject}\n\nThe chapter's layer as the work tree holds it, cut on top of its \
+             starting point.\nMade by `cargo xtask recut {id}`.\n"
+        );
         let mut unchanged = match &own {
             Some(checkpoint) => {
                 self.learner_of(checkpoint.parent.oid)? == start.learner
@@ -424,8 +429,12 @@ impl<'r> Planner<'_, 'r> {
             if replayed == ours {
                 return Err(self.emptied(id, chapter.id, own.as_ref()));
             }
+            let old = message_of(self.git, checkpoint.target.oid)?;
             cuts.push(Cut {
-                message: message_of(self.git, checkpoint.target.oid)?,
+                message: format!(
+                    "{}\n\nReplayed onto the re-cut chapter {id} by `cargo xtask recut {id}`.\n",
+                    old.trim_end()
+                ),
                 learner: replayed,
             });
         }

@@ -149,8 +149,9 @@ fn re_cutting_the_last_chapter_appends_a_restore_and_a_new_cut() {
     );
     assert_eq!(
         fixture.message("HEAD"),
-        fixture.message(&format!("{old_head}~1")),
-        "the chapter keeps its message"
+        "course(03): save one complete tool round-trip\n\nThe chapter's layer as the work tree \
+         holds it, cut on top of its starting point.\nMade by `cargo xtask recut 03`.\n",
+        "the chapter keeps its subject; the old body, which described the old layer, does not carry over"
     );
     let mut expected = fixture.learner_at(&old_head.to_string());
     expected.insert(
