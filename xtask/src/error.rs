@@ -49,7 +49,7 @@ impl Error {
             kind: Kind::Interrupted(signal),
             message: format!(
                 "interrupted by {}: stopped, leaving nothing running and nothing half made",
-                crate::signals::name(signal)
+                signal_name(signal)
             ),
         }
     }
@@ -72,7 +72,7 @@ impl Error {
         match self.kind {
             Kind::CheckFailed => 1,
             Kind::BadInput => 2,
-            Kind::Interrupted(signal) => crate::signals::exit_code(signal),
+            Kind::Interrupted(signal) => signal_exit_code(signal),
             Kind::StdoutClosed => 0,
         }
     }
@@ -107,4 +107,18 @@ pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
 /// I/O errors, naming the path involved.
 pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     move |error| Error::bad_input(format!("{what}: {error}"))
+}
+
+/// The exit code for a command ended by `signal`: 128 + the signal.
+fn signal_exit_code(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(u8::MAX)
+}
+
+/// `SIGINT` or `SIGTERM`, for messages.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
+        libc::SIGTERM => "SIGTERM".to_string(),
+        other => format!("signal {other}"),
+    }
 }

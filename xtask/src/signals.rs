@@ -84,20 +84,6 @@ pub fn exit_if_interrupted() {
     }
 }
 
-/// The exit code for a command ended by `signal`: 128 + the signal.
-pub fn exit_code(signal: i32) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(u8::MAX)
-}
-
-/// `SIGINT` or `SIGTERM`, for messages.
-pub fn name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
-        libc::SIGTERM => "SIGTERM".to_string(),
-        other => format!("signal {other}"),
-    }
-}
-
 /// While a value of this type lives, SIGINT and SIGTERM are recorded
 /// instead of ending the process, so the code holding it can clean up.
 /// Create it *before* what it protects, so it is dropped after it:
@@ -126,7 +112,7 @@ impl Drop for Deferred {
 
 fn exit_now(signal: i32) -> ! {
     let _ = writeln!(std::io::stderr(), "error: {}", Error::interrupted(signal));
-    std::process::exit(i32::from(exit_code(signal)))
+    std::process::exit(i32::from(Error::interrupted(signal).exit_code()))
 }
 
 #[cfg(test)]
@@ -135,8 +121,12 @@ mod tests {
 
     #[test]
     fn exit_codes_are_those_a_shell_reports() {
-        assert_eq!(exit_code(libc::SIGINT), 130);
-        assert_eq!(exit_code(libc::SIGTERM), 143);
-        assert!(name(libc::SIGINT).contains("SIGINT"));
+        assert_eq!(Error::interrupted(libc::SIGINT).exit_code(), 130);
+        assert_eq!(Error::interrupted(libc::SIGTERM).exit_code(), 143);
+        assert!(
+            Error::interrupted(libc::SIGINT)
+                .to_string()
+                .contains("SIGINT")
+        );
     }
 }
