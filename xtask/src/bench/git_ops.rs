@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository, Signature, Time};
@@ -12,6 +11,7 @@ use tempfile::TempDir;
 use super::Row;
 use super::stats::{Figure, Unit, ms};
 use crate::error::{Error, Result};
+use crate::runner::Invocation;
 
 const MANIFEST: &str = r#"{"id":"01","title":"bench","focusedTest":"course/tests/focused.rs","teachingFiles":["course/src/lib.rs"],"run":["true"]}"#;
 
@@ -36,28 +36,28 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             let parent = fixture.parent.to_string();
             let mut ours = || {
                 let dir = next_dir();
-                let took = timed(xtask(&fixture.root).args(["practice", "01"]).arg(&dir));
+                let took = timed(&xtask(&["practice", "01", &text(&dir)])?, &fixture.root);
                 let _ = fs::remove_dir_all(&dir);
-                ms(took)
+                Ok(ms(took?))
             };
             let mut baseline = || {
                 let dir = next_dir();
-                let took = timed(
-                    Command::new("sh")
-                        .args([
-                            "-c",
-                            r#"mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2""#,
-                            "sh",
-                        ])
-                        .arg(&fixture.root)
-                        .arg(&dir)
-                        .arg(&parent),
-                );
+                let script = r#"mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2""#;
+                let sh = words(&[
+                    "sh",
+                    "-c",
+                    script,
+                    "sh",
+                    &text(&fixture.root),
+                    &text(&dir),
+                    &parent,
+                ]);
+                let took = timed(&sh, &fixture.root);
                 let _ = fs::remove_dir_all(&dir);
-                ms(took)
+                Ok(ms(took?))
             };
             let [ours, baseline] =
-                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
+                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline])?;
             let held = (files == 10_000).then_some((1.0, "≤ 1.0× git archive | tar"));
             Ok(Row::timed_against(
                 "practice",
@@ -84,25 +84,17 @@ pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
             eprintln!("bench: locate in {commits} commits …");
             let fixture = history_repo(commits)?;
             let mut ours = || {
-                ms(timed(xtask(&fixture.root).args([
-                    "checkpoint",
-                    "01",
-                    "--json",
-                ])))
+                Ok(ms(timed(
+                    &xtask(&["checkpoint", "01", "--json"])?,
+                    &fixture.root,
+                )?))
             };
             let mut baseline = || {
-                ms(timed(
-                    Command::new("sh")
-                        .args([
-                            "-c",
-                            "git log --format='%H %P %s' | grep -m1 -F ' course(01):'",
-                        ])
-                        .current_dir(&fixture.root)
-                        .stdout(Stdio::null()),
-                ))
+                let script = "git log --format='%H %P %s' | grep -m1 -F ' course(01):'";
+                Ok(ms(timed(&words(&["sh", "-c", script]), &fixture.root)?))
             };
             let [ours, baseline] =
-                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline]);
+                Figure::interleaved(repeats, Unit::Milliseconds, [&mut ours, &mut baseline])?;
             let held = (commits == 100_000).then_some((1.0, "≤ 1.0× git log | grep"));
             Ok(Row::timed_against(
                 "locate",
@@ -122,25 +114,50 @@ struct Generated {
     parent: Oid,
 }
 
-fn xtask(root: &Path) -> Command {
-    let mut command = Command::new(std::env::current_exe().expect("the running binary has a path"));
-    command
-        .current_dir(root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    command
+/// How long one benchmarked command may take.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// This very binary with `args`.
+fn xtask(args: &[&str]) -> Result<Vec<String>> {
+    let exe = std::env::current_exe()
+        .map_err(|error| Error::bad_input(format!("cannot find the running binary: {error}")))?;
+    Ok(std::iter::once(text(&exe)).chain(words(args)).collect())
 }
 
-fn timed(command: &mut Command) -> Duration {
+fn words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|word| word.to_string()).collect()
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Runs `command` in `dir` (in its own process group, like every child) and
+/// returns how long it took.
+fn timed(command: &[String], dir: &Path) -> Result<Duration> {
     let started = Instant::now();
-    let status = command.status().expect("the benchmarked command starts");
+    let run = Invocation {
+        command,
+        extra: &[],
+        dir,
+        target_dir: &dir.join("target"),
+        timeout: TIMEOUT,
+    }
+    .run()?;
     let took = started.elapsed();
-    assert!(status.success(), "benchmarked command failed: {command:?}");
-    took
+    if run.success {
+        Ok(took)
+    } else {
+        Err(Error::check_failed(format!(
+            "the benchmarked command `{}` failed:\n{}",
+            command.join(" "),
+            run.output
+        )))
+    }
 }
 
-fn signature(time: i64) -> Signature<'static> {
-    Signature::new("Bench", "bench@example.com", &Time::new(time, 0)).expect("a valid signature")
+fn signature(time: i64) -> Result<Signature<'static>> {
+    Signature::new("Bench", "bench@example.com", &Time::new(time, 0)).map_err(git_error)
 }
 
 fn git_error(error: git2::Error) -> Error {
@@ -180,14 +197,9 @@ fn new_repo() -> Result<(TempDir, Repository)> {
     Ok((dir, repo))
 }
 
-/// Packs the objects, as a clone would have them.
-fn repack(root: &Path) {
-    let _ = Command::new("git")
-        .args(["repack", "-adq"])
-        .current_dir(root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+/// Packs the objects, as a clone would have them (the baselines run git).
+fn repack(root: &Path) -> Result<()> {
+    timed(&words(&["git", "repack", "-adq"]), root).map(drop)
 }
 
 /// `files` source files of about 1 KiB in folders of 100, then the chapter.
@@ -234,7 +246,7 @@ fn files_repo(files: usize) -> Result<Generated> {
         2,
     )?;
     set_head(&repo, target)?;
-    repack(dir.path());
+    repack(dir.path())?;
     Ok(Generated {
         root: dir.path().to_path_buf(),
         _dir: dir,
@@ -263,7 +275,7 @@ fn history_repo(commits: usize) -> Result<Generated> {
         )?;
     }
     set_head(&repo, head)?;
-    repack(dir.path());
+    repack(dir.path())?;
     Ok(Generated {
         root: dir.path().to_path_buf(),
         _dir: dir,
@@ -278,7 +290,7 @@ fn single(repo: &Repository, name: &str, oid: Oid, mode: i32) -> Result<Oid> {
 }
 
 fn commit(repo: &Repository, subject: &str, tree: Oid, parents: &[Oid], tick: i64) -> Result<Oid> {
-    let signature = signature(1_700_000_000 + tick);
+    let signature = signature(1_700_000_000 + tick)?;
     let tree = repo.find_tree(tree).map_err(git_error)?;
     let parents: Vec<_> = parents
         .iter()

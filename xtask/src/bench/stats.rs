@@ -10,6 +10,8 @@ pub fn ms(duration: Duration) -> f64 {
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
+
 /// A measured figure: the median of the runs, and the lowest and highest.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Figure {
@@ -37,15 +39,15 @@ impl Figure {
     pub fn interleaved<const N: usize>(
         repeats: usize,
         unit: Unit,
-        mut runs: [&mut dyn FnMut() -> f64; N],
-    ) -> [Figure; N] {
+        mut runs: [&mut dyn FnMut() -> Result<f64>; N],
+    ) -> Result<[Figure; N]> {
         let mut samples: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
         for _ in 0..repeats.max(1) {
             for (run, samples) in runs.iter_mut().zip(samples.iter_mut()) {
-                samples.push(run());
+                samples.push(run()?);
             }
         }
-        samples.map(|samples| Figure::of(samples, unit))
+        Ok(samples.map(|samples| Figure::of(samples, unit)))
     }
 
     /// A figure from raw samples already in `unit`.
