@@ -138,6 +138,49 @@ pub fn hint_steps(steps: &str) -> String {
 
 pub const HINT_LAST: &str = "这是最后一级提示。先自己写完，再和章节的目标提交对照。";
 
+pub fn practice_ready(chapter: &str, title: &str, dir: &str) -> String {
+    format!("第 {chapter} 章（{title}）的练习文件夹已就绪：{dir}")
+}
+
+pub fn practice_base(short: &str, subject: &str, files: usize, symlinks: usize) -> String {
+    format!("起点 {short} {subject}（{files} 个文件，{symlinks} 个符号链接）")
+}
+
+pub fn practice_added(target: &str, focused_test: &str) -> String {
+    format!("另有终点 {target} 的聚焦测试 {focused_test} 和学习指南 LEARNING.md")
+}
+
+pub fn practice_submodule(path: &str) -> String {
+    format!("注意：子模块 {path} 没有复制（留下一个空文件夹）")
+}
+
+pub fn practice_excluded(pattern: &str, added: bool, file: &str) -> String {
+    let how = if added { "已写入" } else { "已经在" };
+    format!("{pattern} {how} {file}，git 不会把这个文件夹当作要提交的文件")
+}
+
+/// The next steps after `practice`; every path is already shell-quoted.
+pub fn practice_next_steps(
+    chapter: &str,
+    guide: &str,
+    lab_from_here: &str,
+    run: &str,
+    root: &str,
+    lab_from_root: &str,
+) -> String {
+    format!(
+        "下一步：\n  \
+         1. 阅读 {guide}。\n  \
+         2. 先预测结果，再运行聚焦测试：\n       \
+            cd {lab_from_here} && {run}\n  \
+         3. 在课程仓库根目录 {root} 运行检查，它在你每次保存后重新报告进度：\n       \
+            cd {root} && cargo xtask check {chapter} {lab_from_root} --watch\n     \
+            卡住时看提示：\n       \
+            cd {root} && cargo xtask hint {chapter}\n  \
+         cargo xtask 在课程仓库里运行，不在练习文件夹里运行。"
+    )
+}
+
 /// The header `practice` puts above the chapter's guide.
 pub fn guide_header(
     chapter: &str,

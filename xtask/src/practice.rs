@@ -16,6 +16,7 @@ use crate::cli;
 use crate::destination::{self, Destination};
 use crate::error::{Error, Result};
 use crate::exclude::{self, Excluded};
+use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest};
 use crate::out::{self, outln, shell_word};
@@ -192,65 +193,47 @@ fn print_next_steps(
 ) -> Result<()> {
     let base = checkpoint.base(manifest.mode);
     let written = &made.written;
-    let from_here = shell_word(&relative_or_absolute(dir, here));
-    let from_root = shell_word(&relative_or_absolute(dir, root));
-    let root_word = shell_word(&root.display().to_string());
+    let id = manifest.id.to_string();
     outln!(
-        "第 {} 章（{}）的练习文件夹已就绪：{}",
-        manifest.id,
-        manifest.title,
-        dir.display()
+        "{}",
+        say::practice_ready(&id, &manifest.title, &dir.display().to_string())
     )?;
     outln!(
-        "  起点 {} {}（{} 个文件，{} 个符号链接）",
-        base.short,
-        base.subject,
-        written.files,
-        written.symlinks
+        "  {}",
+        say::practice_base(&base.short, &base.subject, written.files, written.symlinks)
     )?;
     outln!(
-        "  另有终点 {} 的聚焦测试 {} 和 {}",
-        checkpoint.target.short,
-        manifest.focused_test,
-        chapter::GUIDE_FILE
+        "  {}",
+        say::practice_added(&checkpoint.target.short, manifest.focused_test.as_str())
     )?;
     for submodule in &written.submodules {
-        outln!("  注意：子模块 {submodule} 没有复制（留下一个空文件夹）")?;
+        outln!("  {}", say::practice_submodule(submodule))?;
     }
     if let Some(excluded) = &made.excluded {
-        let how = if excluded.added {
-            "已写入"
-        } else {
-            "已经在"
-        };
         outln!(
-            "  {} {} {}，git 不会把这个文件夹当作要提交的文件",
-            excluded.pattern,
-            how,
-            excluded.file.display()
+            "  {}",
+            say::practice_excluded(
+                &excluded.pattern,
+                excluded.added,
+                &excluded.file.display().to_string()
+            )
         )?;
     }
-    outln!()?;
-    outln!("下一步：")?;
-    outln!(
-        "  1. 阅读 {}。",
-        shell_word(&format!(
-            "{}/{}",
-            relative_or_absolute(dir, here),
-            chapter::GUIDE_FILE
-        ))
-    )?;
-    outln!("  2. 先预测结果，再运行聚焦测试：")?;
+    let guide = format!(
+        "{}/{}",
+        relative_or_absolute(dir, here),
+        chapter::GUIDE_FILE
+    );
     let run: Vec<String> = manifest.run.iter().map(|word| shell_word(word)).collect();
-    outln!("       cd {from_here} && {}", run.join(" "))?;
-    outln!("  3. 在课程仓库根目录 {root_word} 运行检查，它在你每次保存后重新报告进度：")?;
-    outln!(
-        "       cd {root_word} && cargo xtask check {} {from_root} --watch",
-        manifest.id
-    )?;
-    outln!("     卡住时看提示：")?;
-    outln!("       cd {root_word} && cargo xtask hint {}", manifest.id)?;
-    outln!("  cargo xtask 在课程仓库里运行，不在练习文件夹里运行。")?;
+    let steps = say::practice_next_steps(
+        &id,
+        &shell_word(&guide),
+        &shell_word(&relative_or_absolute(dir, here)),
+        &run.join(" "),
+        &shell_word(&root.display().to_string()),
+        &shell_word(&relative_or_absolute(dir, root)),
+    );
+    outln!("\n{steps}")?;
     out::flush()
 }
 

@@ -272,6 +272,12 @@ fn list_shows_every_chapter_and_parses_as_json() {
         "{}",
         run.stdout
     );
+    assert!(
+        run.stdout
+            .contains("checkpoints/06/checkpoint.json:1:2: malformed manifest"),
+        "the reason is shown: {}",
+        run.stdout
+    );
     let rows = fixture.xtask(&["list", "--json"]).json();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3);
@@ -317,4 +323,13 @@ fn bad_flags_are_refused_before_any_work() {
     fixture
         .xtask(&["verify", "--timeout", "0"])
         .fails_with(2, &["invalid value '0'"]);
+}
+
+#[test]
+fn a_manifest_saved_with_a_byte_order_mark_loads() {
+    let fixture = Fixture::course();
+    let path = fixture.root().join("checkpoints/03/checkpoint.json");
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, format!("\u{feff}{text}")).unwrap();
+    fixture.xtask(&["checkpoint", "03"]).success();
 }
