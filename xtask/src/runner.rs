@@ -159,6 +159,9 @@ impl Invocation<'_> {
 /// a signal arrives.
 fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
     let started = Instant::now();
+    // Short runs end soon after they exit: the pause doubles from 100 µs up
+    // to POLL, so a quick command is not rounded up to a whole POLL.
+    let mut pause = Duration::from_micros(100);
     loop {
         let exited = has_exited(child.id()).map_err(|error| {
             Error::bad_input(format!("cannot wait for process {}: {error}", child.id()))
@@ -172,7 +175,8 @@ fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
         if started.elapsed() >= timeout {
             return Ok(Ended::TimedOut);
         }
-        thread::sleep(POLL);
+        thread::sleep(pause);
+        pause = (pause * 2).min(POLL);
     }
 }
 
