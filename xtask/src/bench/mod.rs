@@ -163,7 +163,7 @@ fn print_table(rows: &[Row]) -> Result<()> {
                     .map_or("—".to_string(), Figure::to_string),
                 row.ratio
                     .map_or("—".to_string(), |ratio| format!("{ratio:.2}×")),
-                format!("{}{verdict}", row.target),
+                format!("{}{verdict}", row.target.replace('|', "\\|")),
             ]
         })
         .collect();
