@@ -5,31 +5,26 @@
 //! iterate it for the events, and [`result`](EventStream::result) resolves to
 //! the result. The two functions given to [`EventStream::new`] decide which
 //! event ends the stream (`is_complete`) and which result that event stands
-//! for (`extract_result`). The terminal event is still delivered like any
-//! other event.
+//! for (`extract_result`); the terminal event is still delivered.
 //!
 //! The rules it keeps:
 //!
 //! * **One fact.** The first terminal event, or [`end`](EventStream::end),
 //!   fixes the result. A later push or end is refused: the value comes back
 //!   in a [`Refused`], so the caller can tell.
-//! * **No lost event, no lost wake-up.** The shared state sits behind one
-//!   mutex. A consumer that finds nothing to read registers its waker under
-//!   the same lock it used to look, so no push can slip in between; a push
-//!   wakes the registered consumers after it has released the lock. The
-//!   consumer takes all queued events in one go and reads them from its own
-//!   buffer, so a busy stream costs one lock per batch, not per event.
-//! * **No runtime needed.** The async side is plain polling
-//!   ([`poll_next`](EventStream::poll_next), `next().await`,
-//!   `result().await`), so any executor can drive it. The blocking side
-//!   ([`iter`](EventStream::iter), [`blocking_result`](EventStream::blocking_result))
-//!   is the same futures driven by [`block_on`].
+//! * **No lost event, no lost wake-up.** The state sits behind one mutex. A
+//!   consumer that finds nothing to read registers its waker under the same
+//!   lock it used to look, so no push can slip in between; a push wakes the
+//!   registered consumers after it has released the lock.
+//! * **No runtime needed.** The async side is plain polling (`poll_next`,
+//!   `next().await`, `result().await`), so any executor can drive it; the
+//!   blocking side (`iter`, `blocking_result`) is the same futures driven by
+//!   [`block_on`].
 //! * **No consumer waits forever.** Code on another thread pushes through a
 //!   [`Producer`] handle. When the last producer is dropped before the
 //!   stream finished, the stream fails with [`StreamError::ProducerDropped`]:
 //!   the queued events are still delivered, then iteration stops and
-//!   `result()` returns the error. A producer that vanished never looks like
-//!   a clean finish.
+//!   `result()` returns the error.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -42,15 +37,13 @@ use crate::block_on;
 /// A queue of events of type `T` that finishes with one result of type `R`.
 pub struct EventStream<T, R> {
     shared: Arc<Shared<T, R>>,
-    /// Events taken from the queue and not read yet, oldest first.
+    /// Events taken from the queue in one go and not read yet, oldest first.
     unread: Mutex<VecDeque<T>>,
 }
 
 /// A handle for pushing into an [`EventStream`] from another thread or task.
-///
-/// Each clone counts as one more producer. When the last one is dropped while
-/// the stream is still running, the stream ends with
-/// [`StreamError::ProducerDropped`].
+/// Each clone counts as one more producer; dropping the last one before the
+/// stream finished fails it with [`StreamError::ProducerDropped`].
 pub struct Producer<T, R> {
     shared: Arc<Shared<T, R>>,
 }
@@ -96,13 +89,12 @@ impl<T, R> EventStream<T, R> {
             wakers: Vec::new(),
             producers: 0,
         };
-        let shared = Shared {
-            is_complete: Box::new(is_complete),
-            extract_result: Box::new(extract_result),
-            state: Mutex::new(state),
-        };
         EventStream {
-            shared: Arc::new(shared),
+            shared: Arc::new(Shared {
+                is_complete: Box::new(is_complete),
+                extract_result: Box::new(extract_result),
+                state: Mutex::new(state),
+            }),
             unread: Mutex::new(VecDeque::new()),
         }
     }
@@ -129,9 +121,8 @@ impl<T, R> EventStream<T, R> {
     pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let mut unread = self.unread.lock().unwrap_or_else(PoisonError::into_inner);
         if unread.is_empty() {
-            // Take every queued event at once (the queue gets our empty
-            // buffer back), so producer and consumer meet at the lock once
-            // per batch instead of once per event.
+            // Take every queued event at once, so producer and consumer
+            // meet at the lock once per batch instead of once per event.
             let mut state = self.shared.lock();
             std::mem::swap(&mut state.events, &mut unread);
             if unread.is_empty() {
@@ -219,8 +210,8 @@ impl<T, R> Drop for Producer<T, R> {
 
 impl<T, R> Shared<T, R> {
     fn lock(&self) -> MutexGuard<'_, State<T, R>> {
-        // No code of the caller runs under this lock, so even a poisoned
-        // lock guards a consistent state.
+        // Nothing under this lock can panic half-way through a change, so
+        // even a poisoned lock guards a consistent state.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -269,11 +260,7 @@ fn wake<T, R>(mut state: MutexGuard<'_, State<T, R>>) {
 
 impl fmt::Display for StreamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StreamError::ProducerDropped => {
-                f.write_str("every producer was dropped before the stream finished")
-            }
-        }
+        f.write_str("every producer was dropped before the stream finished")
     }
 }
 
