@@ -13,12 +13,9 @@ use std::task::{Context, Poll};
 use crate::event_stream::{EventStream, StreamError};
 use crate::types::{AssistantMessage, ModelEvent, ModelStream};
 
-/// The stream of one model call: `done` and `error` end it, and its result is
-/// the message the terminal event carries.
-///
-/// It derefs to the [`EventStream`] it specialises (the chapter's `extends`),
-/// so `push`, `producer`, `next`, `iter`, `result` and `blocking_result` work
-/// as in chapter 02.
+/// The stream of one model call. It derefs to the [`EventStream`] it
+/// specialises (the chapter's `extends`), so `push`, `producer`, `next`,
+/// `iter`, `result` and `blocking_result` work as in chapter 02.
 pub struct AssistantMessageEventStream(EventStream<ModelEvent, AssistantMessage>);
 
 impl AssistantMessageEventStream {
@@ -33,8 +30,8 @@ fn is_terminal(event: &ModelEvent) -> bool {
     matches!(event, ModelEvent::Done { .. } | ModelEvent::Error { .. })
 }
 
-/// The message a terminal event carries: the same one the consumer sees in
-/// the event.
+/// The message a terminal event carries, so the result is what the consumer
+/// saw in the event.
 fn final_message(event: &ModelEvent) -> AssistantMessage {
     match event {
         ModelEvent::Done { message, .. } => message.clone(),

@@ -2,27 +2,27 @@
 //!
 //! A transcript is a list of [`AgentMessage`]s in the order things happened.
 //! The role of each message says who produced the fact: the agent's
-//! instructions (`system`), the user (`user`), the model (`assistant`) or the
-//! environment running a tool (`toolResult`). Inside a message, content
-//! blocks keep what was said ([`TextContent`]) apart from what should be done
-//! ([`ToolCall`]), in their original order. A tool result names the call it
-//! answers by `toolCallId`. Provider request bodies and terminal output are
-//! computed from these messages; they never replace them.
+//! instructions (`system`), the user, the model (`assistant`) or the
+//! environment running a tool (`toolResult`). Content blocks keep what was
+//! said ([`TextContent`]) apart from what should be done ([`ToolCall`]), in
+//! their original order; a tool result names the call it answers by
+//! `toolCallId`. Provider request bodies and terminal output are computed
+//! from these messages; they never replace them.
 //!
-//! The instructions are facts in the transcript too: changing the prompt
-//! appends a [`SystemMessage`], and [`current_system_prompt`] replays them.
-//! While a model generates, [`ModelEvent`]s describe the process; the final
-//! [`AssistantMessage`] is what gets saved.
+//! Changing the instructions appends a [`SystemMessage`], and
+//! [`current_system_prompt`] replays them. While a model generates,
+//! [`ModelEvent`]s describe the process; the final [`AssistantMessage`] is
+//! what gets saved.
 //!
 //! The serde form is the course's JSON wire format: `role` tags messages and
 //! `type` tags content blocks and model events, wherever they appear; fields
-//! are camelCase and come out in the chapter's order; absent optionals are
-//! omitted; unknown fields are ignored; a wrong or missing tag is an error.
+//! are camelCase, in the chapter's order; absent optionals are omitted;
+//! unknown fields are ignored; a wrong or missing tag is an error.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -145,7 +145,6 @@ pub struct AssistantMessage {
     pub usage: Usage,
     pub stop_reason: StopReason,
     pub timestamp: u64,
-    /// Only when there is something to diagnose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
 }
@@ -167,10 +166,8 @@ pub struct ToolResultMessage<D = Value> {
     pub timestamp: u64,
 }
 
-/// The agent's instructions, as a fact in the transcript.
-///
-/// The first one is the base prompt. To change the instructions, the agent
-/// appends another one holding only the change; no message is ever edited
+/// The agent's instructions, as a fact in the transcript. A change is a new
+/// message holding only the change; none is ever edited
 /// (see [`current_system_message`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemMessage {
@@ -271,12 +268,8 @@ pub struct PartialMessage {
 }
 
 /// Builds one assistant message from a provider's deltas, on the producer's
-/// side, and returns the event for each step.
-///
-/// Deltas go to the block being written, which is always the last one: a
-/// text delta continues a last text block or starts a new one; a tool call
-/// delta continues the last block if it is the call with the same id, or
-/// starts that call with `arguments` `{}` and the delta as `raw_arguments`.
+/// side, and returns the event for each step. The block being written is
+/// always the last one: a delta continues it or starts a new one.
 pub struct MessageDraft {
     /// The message so far.
     message: AssistantMessage,
@@ -357,10 +350,7 @@ pub fn assistant_message(
 
 /// Milliseconds since the Unix epoch.
 fn now_ms() -> u64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    since_epoch.as_millis() as u64
+    UNIX_EPOCH.elapsed().unwrap_or_default().as_millis() as u64
 }
 
 /// The text of a message, for display, search and summaries: its text
@@ -488,16 +478,12 @@ impl TryFrom<Map<String, Value>> for Sections {
     type Error = String;
 
     fn try_from(object: Map<String, Value>) -> Result<Self, String> {
-        let mut sections = Vec::with_capacity(object.len());
-        for (name, value) in object {
-            let value = match value {
-                Value::String(text) => Some(text),
-                Value::Null => None,
-                other => return Err(format!("section `{name}` is {other}, not a string or null")),
-            };
-            sections.push((name, value));
-        }
-        Ok(Sections(sections))
+        let sections = object.into_iter().map(|(name, value)| match value {
+            Value::String(text) => Ok((name, Some(text))),
+            Value::Null => Ok((name, None)),
+            other => Err(format!("section `{name}` is {other}, not a string or null")),
+        });
+        sections.collect::<Result<_, _>>().map(Sections)
     }
 }
 
@@ -570,7 +556,8 @@ impl MessageDraft {
         }
     }
 
-    /// Adds `delta` to the text being written: the `text_delta` event.
+    /// Adds `delta` to the last block if it is text, or starts a text block:
+    /// the `text_delta` event.
     pub fn text_delta(&mut self, delta: &str) -> ModelEvent {
         let step = match self.message.content.last() {
             Some(AssistantContent::Text(_)) => Step::Extend(delta.to_string()),
@@ -584,8 +571,9 @@ impl MessageDraft {
         }
     }
 
-    /// Adds `delta` to the raw arguments of tool call `id`: the
-    /// `toolcall_delta` event. `name` is used when the call starts.
+    /// Adds `delta` to the raw arguments of tool call `id` if it is the last
+    /// block, or starts that call (`name`, `arguments` `{}`, the delta as
+    /// `raw_arguments`): the `toolcall_delta` event.
     pub fn tool_call_delta(&mut self, id: &str, name: &str, delta: &str) -> ModelEvent {
         let step = match self.message.content.last() {
             Some(AssistantContent::ToolCall(call)) if call.id == id => {
@@ -742,8 +730,7 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolCall, D::Error> {
-            let Call::ToolCall(call) = Call::deserialize(d)?;
-            Ok(call)
+            Call::deserialize(d).map(|Call::ToolCall(call)| call)
         }
     }
 
@@ -758,8 +745,7 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AssistantMessage, D::Error> {
-            let Role::Assistant(message) = Role::deserialize(d)?;
-            Ok(message)
+            Role::deserialize(d).map(|Role::Assistant(message)| message)
         }
     }
 }
