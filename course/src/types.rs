@@ -1,0 +1,751 @@
+//! Chapter 03: the message IR — one complete tool round-trip, saved.
+//!
+//! A transcript is a list of [`AgentMessage`]s in the order things happened.
+//! The role of each message says who produced the fact: the agent's
+//! instructions (`system`), the user, the model (`assistant`) or the
+//! environment running a tool (`toolResult`). Content blocks keep what was
+//! said ([`TextContent`]) apart from what should be done ([`ToolCall`]), in
+//! their original order; a tool result names the call it answers by
+//! `toolCallId`. Provider request bodies and terminal output are computed
+//! from these messages; they never replace them.
+//!
+//! Changing the instructions appends a [`SystemMessage`], and
+//! [`current_system_prompt`] replays them. While a model generates,
+//! [`ModelEvent`]s describe the process; the final [`AssistantMessage`] is
+//! what gets saved.
+//!
+//! The serde form is the course's JSON wire format: `role` tags messages and
+//! `type` tags content blocks and model events, wherever they appear; fields
+//! are camelCase, in the chapter's order; absent optionals are omitted;
+//! unknown fields are ignored; a wrong or missing tag is an error.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::event_stream::StreamError;
+
+/// Text shown to a person: `{"type":"text","text":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextContent {
+    pub text: String,
+}
+
+/// A request from the model to run a tool: `{"type":"toolCall",…}`.
+///
+/// `arguments` is what the model produced, not yet checked against the
+/// tool's schema. `raw_arguments` keeps the provider's own text, which
+/// matters most when it was cut off; keeping it does not make it runnable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// Pairs the call with the [`ToolResultMessage`] that answers it.
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_arguments: Option<String>,
+}
+
+/// One block of an assistant message: something said or something to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AssistantContent {
+    Text(TextContent),
+    ToolCall(ToolCall),
+}
+
+/// Tokens spent by one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub total_tokens: u64,
+}
+
+/// No tokens spent; the same as `Usage::default()`.
+pub const EMPTY_USAGE: Usage = Usage {
+    input: 0,
+    output: 0,
+    total_tokens: 0,
+};
+
+/// Why a model call stopped, and so what the agent does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The answer is complete: the turn ends.
+    Stop,
+    /// The output hit its limit: keep the content, run no cut-off call.
+    Length,
+    /// The model asked for tools: check them and run them.
+    ToolUse,
+    /// The call failed: keep the partial content and the error.
+    Error,
+    /// The call was cancelled: keep the partial content and that fact.
+    Aborted,
+}
+
+/// How a generation ends normally: the `reason` of [`ModelEvent::Done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DoneReason {
+    Stop,
+    Length,
+    ToolUse,
+}
+
+/// How a generation fails: the `reason` of [`ModelEvent::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorReason {
+    Error,
+    Aborted,
+}
+
+impl From<DoneReason> for StopReason {
+    fn from(reason: DoneReason) -> Self {
+        match reason {
+            DoneReason::Stop => StopReason::Stop,
+            DoneReason::Length => StopReason::Length,
+            DoneReason::ToolUse => StopReason::ToolUse,
+        }
+    }
+}
+
+impl From<ErrorReason> for StopReason {
+    fn from(reason: ErrorReason) -> Self {
+        match reason {
+            ErrorReason::Error => StopReason::Error,
+            ErrorReason::Aborted => StopReason::Aborted,
+        }
+    }
+}
+
+/// What the user said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessage {
+    #[serde(with = "tag::text_blocks")]
+    pub content: Vec<TextContent>,
+    pub timestamp: u64,
+}
+
+/// What one model call produced, in order, and why it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    pub content: Vec<AssistantContent>,
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+    pub timestamp: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// What the environment returned for one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage<D = Value> {
+    /// The [`ToolCall::id`] this result answers.
+    pub tool_call_id: String,
+    /// Where the result came from, for people; the id is what pairs it.
+    pub tool_name: String,
+    #[serde(with = "tag::text_blocks")]
+    pub content: Vec<TextContent>,
+    /// Structured data for the program, not for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<D>,
+    pub is_error: bool,
+    pub timestamp: u64,
+}
+
+/// The agent's instructions, as a fact in the transcript. A change is a new
+/// message holding only the change; none is ever edited
+/// (see [`current_system_message`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemMessage {
+    /// First message: the base prompt. Later ones: text to append. May be empty.
+    pub content: String,
+    /// Named sections; later messages replace them by name, `None` deletes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sections: Option<Sections>,
+    pub timestamp: u64,
+}
+
+/// The named sections of a system message, in order: name → text, where
+/// `None` (JSON `null`) asks the replay to delete the section.
+///
+/// Order is behaviour: the prompt is rendered in this order, and a prompt
+/// whose bytes move loses the provider's prompt cache. So setting a name that
+/// is present keeps its place, and a name that is new (or was deleted) goes
+/// last. JSON objects are read in document order (serde_json's
+/// `preserve_order`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Map<String, Value>")]
+pub struct Sections(Vec<(String, Option<String>)>);
+
+/// One message of a transcript, tagged by `role` on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum AgentMessage {
+    System(SystemMessage),
+    User(UserMessage),
+    Assistant(AssistantMessage),
+    ToolResult(ToolResultMessage),
+}
+
+/// The input of one model call: the transcript so far, instructions included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentContext {
+    pub messages: Vec<AgentMessage>,
+}
+
+/// What happens while a model generates one assistant message.
+///
+/// `content_index` is the position in `partial.content` that the event is
+/// about; `partial` is the message so far. `done` and `error` end the
+/// generation and carry the final message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ModelEvent {
+    Start {
+        partial: PartialMessage,
+    },
+    TextDelta {
+        content_index: usize,
+        delta: String,
+        partial: PartialMessage,
+    },
+    #[serde(rename = "toolcall_delta")]
+    ToolCallDelta {
+        content_index: usize,
+        delta: String,
+        partial: PartialMessage,
+    },
+    #[serde(rename = "toolcall_end")]
+    ToolCallEnd {
+        content_index: usize,
+        #[serde(with = "tag::tool_call")]
+        tool_call: ToolCall,
+        partial: PartialMessage,
+    },
+    Done {
+        reason: DoneReason,
+        #[serde(with = "tag::assistant")]
+        message: AssistantMessage,
+    },
+    Error {
+        reason: ErrorReason,
+        #[serde(with = "tag::assistant")]
+        error: AssistantMessage,
+    },
+}
+
+/// A snapshot of the assistant message being generated: the `partial` of a
+/// progress event.
+///
+/// Copying the whole message into every event would make N deltas cost
+/// O(N²). Instead a [`MessageDraft`] writes each step once into a log that it
+/// shares with its snapshots, and a snapshot only remembers how many steps it
+/// saw. Taking one copies nothing; [`to_message`](Self::to_message) replays
+/// its steps. A snapshot never changes once taken, and serializes as the
+/// assistant message it shows.
+#[derive(Clone)]
+pub struct PartialMessage {
+    log: Arc<Log>,
+    seen: usize,
+}
+
+/// Builds one assistant message from a provider's deltas, on the producer's
+/// side, and returns the event for each step. The block being written is
+/// always the last one: a delta continues it or starts a new one.
+pub struct MessageDraft {
+    /// The message so far.
+    message: AssistantMessage,
+    log: Arc<Log>,
+}
+
+/// How a message began, and every step since, in order. It only grows.
+struct Log {
+    start: AssistantMessage,
+    steps: Mutex<Vec<Step>>,
+}
+
+enum Step {
+    /// A new last block.
+    Push(AssistantContent),
+    /// More text for the last block: its text, or a tool call's raw arguments.
+    Extend(String),
+    /// The last block, finished.
+    Replace(AssistantContent),
+    Usage(Usage),
+}
+
+/// A model call in progress: its events as they happen, then its final
+/// message — chapter 02's stream, in poll form so that any executor can
+/// drive it (`std::future::poll_fn(|cx| stream.poll_next(cx)).await`).
+pub trait ModelStream {
+    /// The next event; `Ready(None)` after the terminal one was read.
+    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<ModelEvent>>;
+    /// The final message, once a terminal event carried it.
+    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<AssistantMessage, StreamError>>;
+}
+
+/// A model: each call turns a context into a stream of events that ends in
+/// one assistant message.
+pub trait Model {
+    type Stream: ModelStream;
+    /// Starts one call over `context`.
+    fn stream(&self, context: &AgentContext, options: StreamOptions) -> Self::Stream;
+}
+
+/// The options of one model call.
+#[derive(Debug, Clone, Default)]
+pub struct StreamOptions {
+    /// Set to `true` by the caller to cancel the call.
+    pub signal: Option<Arc<AtomicBool>>,
+}
+
+/// A text block.
+pub fn text(value: impl Into<String>) -> TextContent {
+    TextContent { text: value.into() }
+}
+
+/// A user message with one text block, stamped now.
+pub fn user_message(value: impl Into<String>) -> UserMessage {
+    UserMessage {
+        content: vec![text(value)],
+        timestamp: now_ms(),
+    }
+}
+
+/// An assistant message from the scripted model, stamped now, with no usage.
+/// Override fields with struct-update syntax:
+/// `AssistantMessage { timestamp: 1_010, ..assistant_message(content, StopReason::ToolUse) }`.
+pub fn assistant_message(
+    content: Vec<AssistantContent>,
+    stop_reason: StopReason,
+) -> AssistantMessage {
+    AssistantMessage {
+        content,
+        provider: "scripted".to_string(),
+        model: "scripted-v1".to_string(),
+        usage: EMPTY_USAGE,
+        stop_reason,
+        timestamp: now_ms(),
+        error_message: None,
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    UNIX_EPOCH.elapsed().unwrap_or_default().as_millis() as u64
+}
+
+/// The text of a message, for display, search and summaries: its text
+/// blocks joined by `\n`; a system message renders as
+/// [`system_message_text`]. A lossy projection: tool calls are left out, and
+/// the message itself is not changed.
+pub fn text_of(message: &AgentMessage) -> String {
+    let texts: Vec<&str> = match message {
+        AgentMessage::System(system) => return system_message_text(system),
+        AgentMessage::User(UserMessage { content, .. })
+        | AgentMessage::ToolResult(ToolResultMessage { content, .. }) => {
+            content.iter().map(|block| block.text.as_str()).collect()
+        }
+        AgentMessage::Assistant(assistant) => assistant
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                AssistantContent::Text(block) => Some(block.text.as_str()),
+                AssistantContent::ToolCall(_) => None,
+            })
+            .collect(),
+    };
+    texts.join("\n")
+}
+
+/// Replays the system messages of a transcript, in order, into the one the
+/// model follows now: non-empty contents are appended (joined by `\n\n`),
+/// sections are set by name and deleted by `None`, and the timestamp is the
+/// first system message's. A result without sections has no `sections`.
+/// `None` when there is no system message. The transcript is only read.
+pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage> {
+    let mut timestamp = None;
+    let mut contents: Vec<&str> = Vec::new();
+    let mut sections = Sections::default();
+    for message in messages {
+        let AgentMessage::System(system) = message else {
+            continue;
+        };
+        timestamp.get_or_insert(system.timestamp);
+        if !system.content.is_empty() {
+            contents.push(&system.content);
+        }
+        for (name, value) in system.sections.iter().flat_map(Sections::iter) {
+            match value {
+                Some(_) => sections.insert(name, value),
+                None => sections.remove(name),
+            }
+        }
+    }
+    Some(SystemMessage {
+        content: contents.join("\n\n"),
+        sections: (!sections.is_empty()).then_some(sections),
+        timestamp: timestamp?,
+    })
+}
+
+/// The text a model reads for a system message: its content, then each
+/// section's text in order, empty ones skipped, joined by `\n\n`.
+pub fn system_message_text(message: &SystemMessage) -> String {
+    let sections = message.sections.iter().flat_map(Sections::iter);
+    let parts: Vec<&str> = std::iter::once(message.content.as_str())
+        .chain(sections.filter_map(|(_, value)| value))
+        .filter(|part| !part.is_empty())
+        .collect();
+    parts.join("\n\n")
+}
+
+/// The prompt the model follows now: [`current_system_message`] rendered by
+/// [`system_message_text`]; `None` when there is no system message.
+pub fn current_system_prompt(messages: &[AgentMessage]) -> Option<String> {
+    current_system_message(messages).map(|message| system_message_text(&message))
+}
+
+impl From<TextContent> for AssistantContent {
+    fn from(block: TextContent) -> Self {
+        AssistantContent::Text(block)
+    }
+}
+
+impl From<ToolCall> for AssistantContent {
+    fn from(call: ToolCall) -> Self {
+        AssistantContent::ToolCall(call)
+    }
+}
+
+impl Sections {
+    /// Sets `name` to `value`: in its place when present, last otherwise.
+    pub fn insert(&mut self, name: &str, value: Option<&str>) {
+        let value = value.map(str::to_string);
+        match self.0.iter_mut().find(|(known, _)| known == name) {
+            Some(entry) => entry.1 = value,
+            None => self.0.push((name.to_string(), value)),
+        }
+    }
+
+    /// Removes `name`; the others keep their order.
+    pub fn remove(&mut self, name: &str) {
+        self.0.retain(|(known, _)| known != name);
+    }
+
+    /// True when no name is present.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The names and values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.0
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_deref()))
+    }
+}
+
+impl<const N: usize> From<[(&str, Option<&str>); N]> for Sections {
+    fn from(entries: [(&str, Option<&str>); N]) -> Self {
+        let mut sections = Sections::default();
+        for (name, value) in entries {
+            sections.insert(name, value);
+        }
+        sections
+    }
+}
+
+impl TryFrom<Map<String, Value>> for Sections {
+    type Error = String;
+
+    fn try_from(object: Map<String, Value>) -> Result<Self, String> {
+        let sections = object.into_iter().map(|(name, value)| match value {
+            Value::String(text) => Ok((name, Some(text))),
+            Value::Null => Ok((name, None)),
+            other => Err(format!("section `{name}` is {other}, not a string or null")),
+        });
+        sections.collect::<Result<_, _>>().map(Sections)
+    }
+}
+
+impl Serialize for Sections {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl PartialMessage {
+    /// The message this snapshot shows.
+    pub fn to_message(&self) -> AssistantMessage {
+        let steps = self.log.steps();
+        let mut message = self.log.start.clone();
+        for step in &steps[..self.seen] {
+            step.apply(&mut message);
+        }
+        message
+    }
+}
+
+impl From<AssistantMessage> for PartialMessage {
+    fn from(message: AssistantMessage) -> Self {
+        MessageDraft::new(message).snapshot()
+    }
+}
+
+impl PartialEq for PartialMessage {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_message() == other.to_message()
+    }
+}
+
+impl std::fmt::Debug for PartialMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_message().fmt(f)
+    }
+}
+
+impl Serialize for PartialMessage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        tag::assistant::serialize(&self.to_message(), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for PartialMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tag::assistant::deserialize(deserializer).map(PartialMessage::from)
+    }
+}
+
+impl MessageDraft {
+    /// Starts from `start`: its fields (provider, model, usage, timestamp, …)
+    /// head the message, and any content it has comes first.
+    pub fn new(start: AssistantMessage) -> Self {
+        let log = Log {
+            start: start.clone(),
+            steps: Mutex::new(Vec::new()),
+        };
+        MessageDraft {
+            message: start,
+            log: Arc::new(log),
+        }
+    }
+
+    /// The `start` event.
+    pub fn start(&self) -> ModelEvent {
+        ModelEvent::Start {
+            partial: self.snapshot(),
+        }
+    }
+
+    /// Adds `delta` to the last block if it is text, or starts a text block:
+    /// the `text_delta` event.
+    pub fn text_delta(&mut self, delta: &str) -> ModelEvent {
+        let step = match self.message.content.last() {
+            Some(AssistantContent::Text(_)) => Step::Extend(delta.to_string()),
+            _ => Step::Push(text(delta).into()),
+        };
+        self.record(step);
+        ModelEvent::TextDelta {
+            content_index: self.last_index(),
+            delta: delta.to_string(),
+            partial: self.snapshot(),
+        }
+    }
+
+    /// Adds `delta` to the raw arguments of tool call `id` if it is the last
+    /// block, or starts that call (`name`, `arguments` `{}`, the delta as
+    /// `raw_arguments`): the `toolcall_delta` event.
+    pub fn tool_call_delta(&mut self, id: &str, name: &str, delta: &str) -> ModelEvent {
+        let step = match self.message.content.last() {
+            Some(AssistantContent::ToolCall(call)) if call.id == id => {
+                Step::Extend(delta.to_string())
+            }
+            _ => Step::Push(AssistantContent::ToolCall(ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: Value::Object(Map::new()),
+                raw_arguments: Some(delta.to_string()),
+            })),
+        };
+        self.record(step);
+        ModelEvent::ToolCallDelta {
+            content_index: self.last_index(),
+            delta: delta.to_string(),
+            partial: self.snapshot(),
+        }
+    }
+
+    /// The tool call is complete, with parsed arguments: it takes the place
+    /// of the call with the same id being written (or comes last, if it
+    /// arrived whole). The `toolcall_end` event.
+    pub fn tool_call_end(&mut self, call: ToolCall) -> ModelEvent {
+        let block = AssistantContent::ToolCall(call.clone());
+        let step = match self.message.content.last() {
+            Some(AssistantContent::ToolCall(last)) if last.id == call.id => Step::Replace(block),
+            _ => Step::Push(block),
+        };
+        self.record(step);
+        ModelEvent::ToolCallEnd {
+            content_index: self.last_index(),
+            tool_call: call,
+            partial: self.snapshot(),
+        }
+    }
+
+    /// Records the tokens spent so far; later snapshots show them.
+    pub fn set_usage(&mut self, usage: Usage) {
+        self.record(Step::Usage(usage));
+    }
+
+    /// The generation ended normally: the `done` event with the final message.
+    pub fn finish(self, reason: DoneReason) -> ModelEvent {
+        let message = AssistantMessage {
+            stop_reason: reason.into(),
+            ..self.message
+        };
+        ModelEvent::Done { reason, message }
+    }
+
+    /// The generation failed: the `error` event, keeping the content so far.
+    pub fn fail(self, reason: ErrorReason, error_message: impl Into<String>) -> ModelEvent {
+        let error = AssistantMessage {
+            stop_reason: reason.into(),
+            error_message: Some(error_message.into()),
+            ..self.message
+        };
+        ModelEvent::Error { reason, error }
+    }
+
+    fn record(&mut self, step: Step) {
+        step.apply(&mut self.message);
+        self.log.steps().push(step);
+    }
+
+    fn snapshot(&self) -> PartialMessage {
+        PartialMessage {
+            log: Arc::clone(&self.log),
+            seen: self.log.steps().len(),
+        }
+    }
+
+    fn last_index(&self) -> usize {
+        self.message.content.len() - 1
+    }
+}
+
+impl Log {
+    fn steps(&self) -> MutexGuard<'_, Vec<Step>> {
+        // A step never panics half-way, so even a poisoned log is whole.
+        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Step {
+    /// Applies this step to `message`: the one place where a step means something.
+    fn apply(&self, message: &mut AssistantMessage) {
+        match self {
+            Step::Push(block) => message.content.push(block.clone()),
+            Step::Extend(delta) => match message.content.last_mut() {
+                Some(AssistantContent::Text(block)) => block.text.push_str(delta),
+                Some(AssistantContent::ToolCall(call)) => {
+                    call.raw_arguments.get_or_insert_default().push_str(delta);
+                }
+                None => unreachable!("a draft extends only a block it has"),
+            },
+            Step::Replace(block) => {
+                message.content.pop();
+                message.content.push(block.clone());
+            }
+            Step::Usage(usage) => message.usage = *usage,
+        }
+    }
+}
+
+/// Tags for a block or message outside the enum that usually writes its tag:
+/// text blocks of user and tool-result content, the `toolCall` of
+/// `toolcall_end`, the message of `done` and `error`, and `partial`.
+///
+/// Each is a one-variant tagged enum, so serde writes the tag first and
+/// checks it when reading (a tag on a plain struct would not be checked).
+mod tag {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{AssistantMessage, TextContent, ToolCall};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(tag = "type", rename_all = "camelCase")]
+    enum Text<T> {
+        Text(T),
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(tag = "type", rename_all = "camelCase")]
+    enum Call<T> {
+        ToolCall(T),
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(tag = "role", rename_all = "camelCase")]
+    enum Role<T> {
+        Assistant(T),
+    }
+
+    pub mod text_blocks {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(blocks: &[TextContent], s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(blocks.iter().map(Text::Text))
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<TextContent>, D::Error> {
+            let blocks = Vec::<Text<TextContent>>::deserialize(d)?;
+            Ok(blocks.into_iter().map(|Text::Text(block)| block).collect())
+        }
+    }
+
+    pub mod tool_call {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(call: &ToolCall, s: S) -> Result<S::Ok, S::Error> {
+            Call::ToolCall(call).serialize(s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolCall, D::Error> {
+            Call::deserialize(d).map(|Call::ToolCall(call)| call)
+        }
+    }
+
+    pub mod assistant {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(
+            message: &AssistantMessage,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            Role::Assistant(message).serialize(s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AssistantMessage, D::Error> {
+            Role::deserialize(d).map(|Role::Assistant(message)| message)
+        }
+    }
+}
