@@ -54,7 +54,7 @@ impl ChapterFolder {
 
     /// Reads a text file below the repository root, never through a symlink;
     /// `None` when it does not exist.
-    fn read(&self, path: &Path) -> Result<Option<String>> {
+    pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
         let bytes = safe_fs::read_inside(&self.root, relative).map_err(|refusal| {
             if refusal.is_symlink() {
@@ -83,14 +83,14 @@ impl ChapterFolder {
     /// Reads the guide and the tutor protocol a practice folder hands out.
     pub fn handout(&self) -> Result<Handout> {
         let path = self.guide_path();
-        let guide = self.read(&path)?.ok_or_else(|| {
+        let guide = self.read_text(&path)?.ok_or_else(|| {
             Error::bad_input(format!(
                 "{} does not exist: every chapter folder needs its learner's guide",
                 path.display()
             ))
         })?;
         let tutor = match self.dir.parent() {
-            Some(checkpoints) => self.read(&checkpoints.join(TUTOR_FILE))?,
+            Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
             None => None,
         };
         Ok(Handout { guide, tutor })
@@ -100,7 +100,7 @@ impl ChapterFolder {
     pub fn load(&self) -> Result<Manifest> {
         let path = self.manifest_path();
         let text = self
-            .read(&path)?
+            .read_text(&path)?
             .ok_or_else(|| Error::bad_input(format!("{} does not exist", path.display())))?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -164,7 +164,15 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
             })
         })
         .collect();
-    chapters.sort_by_key(|chapter| chapter.id);
+    chapters.sort_by(|a, b| (a.id, &a.dir).cmp(&(b.id, &b.dir)));
+    if let Some(pair) = chapters.windows(2).find(|pair| pair[0].id == pair[1].id) {
+        return Err(Error::bad_input(format!(
+            "{} and {} are both chapter {}: keep one folder per chapter",
+            pair[0].dir.display(),
+            pair[1].dir.display(),
+            pair[0].id
+        )));
+    }
     Ok(chapters)
 }
 

@@ -13,14 +13,16 @@ use serde::Serialize;
 use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
+use crate::freshness;
 use crate::learner_text as say;
 use crate::libtest::{self, CompileError, Failure, Report};
 use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
-use crate::out::{out, outln};
+use crate::out::{noteln, out, outln};
 use crate::practice::display_path;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
+use crate::safe_fs;
 use crate::watch::{self, Watcher};
 
 /// The learner's position, as `--json` prints it.
@@ -88,7 +90,7 @@ impl cli::Check {
             if !lab.is_dir() {
                 return Err(Error::bad_input(say::lab_vanished(&display_path(&lab))));
             }
-            eprintln!("{}", say::checking(&display_path(&lab)));
+            noteln!("{}", say::checking(&display_path(&lab)));
             let position = self.check(repo, &manifest, &lab)?;
             if !self.json {
                 // Clear the screen so only the newest report shows.
@@ -121,7 +123,13 @@ impl cli::Check {
             position.output = restore_hint(repo, manifest, lab);
             return Ok(position);
         }
-        let target = lab.join("target");
+        let target = safe_fs::folder_inside(lab, Path::new("target")).map_err(|refusal| {
+            Error::bad_input(say::lab_target_refused(
+                &lab.display().to_string(),
+                &refusal.to_string(),
+            ))
+        })?;
+        freshness::refresh(lab, &target)?;
         let run = Invocation {
             command: &manifest.run,
             extra: &[],

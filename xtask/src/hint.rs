@@ -14,10 +14,7 @@
 //! Every step has all four levels. Being authoring material under
 //! `checkpoints/`, hints never reach a practice folder.
 
-use std::fs;
-use std::path::Path;
-
-use crate::chapter;
+use crate::chapter::{self, ChapterFolder};
 use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
@@ -41,9 +38,7 @@ impl cli::Hint {
 }
 
 fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Result<()> {
-    let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
-    let path = chapter.hints_path();
-    let hints = load(&path)?;
+    let hints = load(&chapter::find(&repo.checkpoints_dir(), id)?)?;
     let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
     let chosen = match step {
         None => hints.first(),
@@ -76,10 +71,12 @@ fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Resul
 }
 
 /// Reads and checks a hints file.
-pub fn load(path: &Path) -> Result<Vec<StepHints>> {
-    let text = fs::read_to_string(path).map_err(|error| {
+/// Reads and checks a chapter's hints file (never through a symlink).
+pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
+    let path = chapter.hints_path();
+    let text = chapter.read_text(&path)?.ok_or_else(|| {
         Error::bad_input(format!(
-            "cannot read {}: {error}; author the chapter's hints there",
+            "{} does not exist: author the chapter's hints there",
             path.display()
         ))
     })?;
@@ -96,6 +93,9 @@ pub fn parse(text: &str) -> Result<Vec<StepHints>, (usize, String)> {
         let number = index + 1;
         if let Some(step) = line.strip_prefix("## ") {
             close(steps.last(), last_heading)?;
+            if steps.iter().any(|known| known.step == step.trim()) {
+                return Err((number, format!("step `{}` has hints already", step.trim())));
+            }
             steps.push(StepHints {
                 step: step.trim().to_string(),
                 levels: Vec::new(),
@@ -177,10 +177,10 @@ mod tests {
     /// The real chapters' hints: every manifest step has all four levels.
     #[test]
     fn every_step_of_the_course_has_four_levels() {
-        let checkpoints = Path::new(env!("CARGO_MANIFEST_DIR")).join("../checkpoints");
+        let checkpoints = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../checkpoints");
         for chapter in crate::chapter::all(&checkpoints).unwrap() {
             let manifest = chapter.load().unwrap();
-            let hints = load(&chapter.hints_path()).unwrap();
+            let hints = load(&chapter).unwrap();
             for step in &manifest.steps {
                 let found = hints.iter().find(|hints| hints.step == step.id);
                 assert!(

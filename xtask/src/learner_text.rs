@@ -66,6 +66,13 @@ pub fn watching(lab: &str) -> String {
     format!("正在盯着 {lab} 的改动（Ctrl-C 停止）")
 }
 
+pub fn lab_target_refused(lab: &str, why: &str) -> String {
+    format!(
+        "练习目录 {lab} 的构建文件夹 target 不能用：{why}。check 只在练习目录自己的 target 文件夹里构建，\
+         从不穿过符号链接写到别处；删掉它（`rm -r target`）再运行"
+    )
+}
+
 pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
@@ -89,7 +96,7 @@ pub fn no_such_lab(dir: &str, chapter: &str, root: &str, labs: &[String]) -> Str
 
 pub fn is_the_repository(dir: &str, chapter: &str, labs: &[String]) -> String {
     format!(
-        "{dir} 是课程仓库本身，不是练习目录：check 只检查 `cargo xtask practice {chapter} <目录>` 建出的练习目录。{}",
+        "{dir} 是课程仓库本身（或包含它），不是练习目录：check 只检查 `cargo xtask practice {chapter} <目录>` 建出的练习目录。{}",
         labs_line(labs)
     )
 }

@@ -9,6 +9,7 @@ mod cli;
 mod destination;
 mod error;
 mod exclude;
+mod freshness;
 mod hint;
 mod learner_text;
 mod libtest;
@@ -40,9 +41,18 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            // Help and version go to stdout: a closed one is no error.
-            let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+            let code = if error.use_stderr() { 2 } else { 0 };
+            // Help and version go to stdout: a closed one is no error, a
+            // full one is (as for every command's output).
+            return match error.print() {
+                Err(failed) if failed.kind() != std::io::ErrorKind::BrokenPipe && code == 0 => {
+                    out::note(format_args!(
+                        "error: cannot write to standard output: {failed}"
+                    ));
+                    ExitCode::from(1)
+                }
+                _ => ExitCode::from(code),
+            };
         }
     };
     match out::catch_print_panics(|| run(cli)) {

@@ -33,7 +33,15 @@ macro_rules! out {
     };
 }
 
-pub(crate) use {out, outln};
+/// Like `eprintln!` for progress and notes, but never panics: a closed or
+/// full stderr loses the note, nothing else.
+macro_rules! noteln {
+    ($($arg:tt)*) => {
+        $crate::out::note(format_args!($($arg)*))
+    };
+}
+
+pub(crate) use {noteln, out, outln};
 
 /// Writes `args` to stdout.
 pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
@@ -107,7 +115,9 @@ fn message(payload: &(dyn Any + Send)) -> Option<&str> {
 
 /// The error for the panic message std's `print!` gives when stdout fails.
 fn print_failure(message: &str) -> Option<Error> {
-    let reason = message.strip_prefix("failed printing to stdout: ")?;
+    let reason = message
+        .strip_prefix("failed printing to stdout: ")
+        .or_else(|| message.strip_prefix("failed printing to stderr: "))?;
     let broken_pipe = reason.ends_with(&format!("(os error {})", libc::EPIPE));
     Some(if broken_pipe {
         Error::stdout(io::ErrorKind::BrokenPipe.into())

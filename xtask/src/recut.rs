@@ -106,7 +106,16 @@ impl cli::Recut {
             timeout: 600,
         }
         .run(repo)
-        .map_err(|error| error.context("the re-cut commits are in place, but verify failed"))
+        .map_err(|error| {
+            let what = "the re-cut commits are in place, but verify failed";
+            // The branch has moved, so bad input found by verify is no longer
+            // "nothing was changed" (exit 2): it is a failed check (exit 1).
+            if error.exit_code() == 2 {
+                Error::check_failed(format!("{what}: {error}"))
+            } else {
+                error.context(what)
+            }
+        })
     }
 }
 

@@ -37,12 +37,15 @@ impl CourseRepo {
                 error.message()
             )),
         })?;
-        let Some(root) = git.workdir().map(Path::to_path_buf) else {
+        let Some(workdir) = git.workdir().map(Path::to_path_buf) else {
             return Err(Error::bad_input(format!(
                 "{} is a bare repository: xtask needs a work tree with checkpoints/",
                 git.path().display()
             )));
         };
+        // libgit2 can name the wrong work tree for a `--separate-git-dir`
+        // clone; the folder holding the `.git` link above `start` is the one.
+        let root = work_tree_holding(start, &workdir).unwrap_or(workdir);
         let head_is_unborn = match git.head() {
             Ok(_) => false,
             Err(error) => matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound),
@@ -80,4 +83,18 @@ fn owned_repository(start: &Path) -> PathBuf {
         .map(Path::to_path_buf)
         .or_else(|| Repository::discover_path(&start, [] as [&Path; 0]).ok())
         .unwrap_or(start)
+}
+
+/// The folder at or above `start` that holds a `.git` entry, when `start` is
+/// not inside `workdir` (as libgit2 reports it).
+fn work_tree_holding(start: &Path, workdir: &Path) -> Option<PathBuf> {
+    let start = start.canonicalize().ok()?;
+    let workdir = workdir.canonicalize().ok()?;
+    if start.starts_with(&workdir) {
+        return None;
+    }
+    start
+        .ancestors()
+        .find(|folder| folder.join(".git").exists())
+        .map(Path::to_path_buf)
 }

@@ -80,6 +80,16 @@ impl From<Refusal> for Error {
     }
 }
 
+/// Makes `rel` below `root` a real folder and returns its path: creates what
+/// is missing and refuses a symlink (or anything but a folder) on the way.
+/// For folders the tool then uses by path, such as work and build folders
+/// that a checked-out tree or an earlier run could have replaced by a link.
+pub fn folder_inside(root: &Path, rel: &Path) -> Result<PathBuf, Refusal> {
+    let names = names(rel)?;
+    open_folders(root, &names, true)?;
+    Ok(root.join(rel))
+}
+
 /// The content of the regular file `rel` below `root`, or `None` when it (or
 /// a folder on the way) does not exist. Refuses a symlink anywhere below
 /// `root`, and anything but a regular file at the end.

@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, TryLockError};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -36,10 +37,11 @@ use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
-use crate::out::outln;
+use crate::out::{noteln, outln};
 use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
+use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
@@ -77,13 +79,14 @@ impl cli::Verify {
     /// proof fails.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let chapters = self.chapters(repo)?;
-        let work = repo.root.join("target").join("xtask-verify");
-        fs::create_dir_all(&work)
-            .map_err(error::io(format!("cannot create {}", work.display())))?;
+        let work = safe_fs::folder_inside(&repo.root, Path::new(WORK_FOLDER))
+            .map_err(|refusal| work_refused(repo, refusal))?;
         let _lock = lock(&work)?;
+        let cargo_target = safe_fs::folder_inside(&work, Path::new("cargo-target"))
+            .map_err(|refusal| work_refused(repo, refusal))?;
         let verifier = Verifier {
             repo,
-            cargo_target: work.join("cargo-target"),
+            cargo_target,
             work,
             timeout: self.timeout(),
         };
@@ -144,12 +147,32 @@ impl cli::Verify {
     }
 }
 
+/// Where verify works, below the repository root.
+const WORK_FOLDER: &str = "target/xtask-verify";
+
+/// A work folder that would pass through a symlink: nothing is written there.
+fn work_refused(repo: &CourseRepo, refusal: safe_fs::Refusal) -> Error {
+    Error::bad_input(format!(
+        "cannot use {} as verify's work folder: {refusal}; verify never writes through a symlink \
+         (remove it, e.g. `rm -r target`, and run verify again)",
+        repo.root.join(WORK_FOLDER).display()
+    ))
+}
+
 /// Holds the work folder's lock until dropped (the OS releases it if the
-/// process dies).
+/// process dies). The lock file is never opened through a symlink.
 fn lock(work: &Path) -> Result<File> {
     let path = work.join("lock");
-    let file =
-        File::create(&path).map_err(error::io(format!("cannot create {}", path.display())))?;
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(error::io(format!(
+            "cannot open the lock file {} (it must be a plain file, not a symlink)",
+            path.display()
+        )))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
@@ -412,14 +435,20 @@ impl Verifier<'_> {
         self.work.join(chapter.id().to_string()).join(name)
     }
 
-    /// An empty folder for one proof, written fresh.
+    /// An empty folder for one proof, written fresh. Nothing on the way may
+    /// be a symlink; an old folder (or a link in its place) is removed
+    /// without following anything inside it.
     fn fresh_folder(&self, chapter: &Chapter, name: &str) -> Result<PathBuf> {
-        let dir = self.work_folder(chapter, name);
-        if fs::symlink_metadata(&dir).is_ok() {
-            fs::remove_dir_all(&dir)
-                .map_err(error::io(format!("cannot clear {}", dir.display())))?;
+        let chapter_work = safe_fs::folder_inside(&self.work, Path::new(&chapter.id().to_string()))
+            .map_err(|refusal| work_refused(self.repo, refusal))?;
+        let dir = chapter_work.join(name);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&dir),
+            Ok(_) => fs::remove_file(&dir),
+            Err(_) => Ok(()),
         }
-        fs::create_dir_all(&dir).map_err(error::io(format!("cannot create {}", dir.display())))?;
+        .map_err(error::io(format!("cannot clear {}", dir.display())))?;
+        fs::create_dir(&dir).map_err(error::io(format!("cannot create {}", dir.display())))?;
         Ok(dir)
     }
 
@@ -758,7 +787,7 @@ fn normal_mode(mode: i32) -> i32 {
 }
 
 fn progress(id: ChapterId, message: &str) {
-    eprintln!("[{id}] {message}");
+    noteln!("[{id}] {message}");
 }
 
 fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {

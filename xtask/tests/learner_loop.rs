@@ -265,3 +265,72 @@ fn a_run_program_that_does_not_exist_is_traced_to_the_manifest() {
         ],
     );
 }
+
+#[test]
+fn a_lab_file_replaced_by_an_older_copy_is_not_taken_for_the_file_cargo_built() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab_with(&fixture, Some(ANSWER));
+    fixture.xtask(&["check", "01", "lab"]).success();
+
+    // A broken copy with a date long before the green build (`cp -p` of an old file).
+    let old = fixture.dir.path().join("old_lib.rs");
+    fs::write(&old, "// empty\n").unwrap();
+    let long_ago =
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    let lib = lab.join("course/src/lib.rs");
+    fs::copy(&old, &lib).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&lib)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "not complete any more:\n{}", run.stdout);
+    run.prints(&["✗ 还不能编译"]);
+}
+
+#[test]
+fn hints_are_never_read_through_a_symlink_and_a_step_is_written_once() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let outside = fixture.dir.path().join("secret.md");
+    fs::write(
+        &outside,
+        "## 1.1\n### 1\nSECRET\n### 2\nb\n### 3\nc\n### 4\nd\n",
+    )
+    .unwrap();
+    fixture.symlink(outside.to_str().unwrap(), "checkpoints/01/hints.md");
+    let run = fixture.xtask(&["hint", "01"]);
+    run.fails_with(2, &["hints.md", "symlink"]);
+    assert!(!run.stdout.contains("SECRET"));
+
+    fs::remove_file(fixture.root().join("checkpoints/01/hints.md")).unwrap();
+    let twice = "## 1.1\n### 1\na\n### 2\nb\n### 3\nc\n### 4\nd\n## 1.1\n### 1\na\n### 2\nb\n### 3\nc\n### 4\nd\n";
+    fixture.write("checkpoints/01/hints.md", twice);
+    fixture
+        .xtask(&["hint", "01"])
+        .fails_with(2, &["hints.md:10", "step `1.1` has hints already"]);
+}
+
+#[test]
+fn a_lab_whose_target_is_a_symlink_is_refused() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab_with(&fixture, Some(ANSWER));
+    let outside = fixture.dir.path().join("elsewhere");
+    fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, lab.join("target")).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .fails_with(2, &["target", "符号链接"]);
+    assert!(
+        common::snapshot(&outside).is_empty(),
+        "nothing was built outside the lab"
+    );
+}

@@ -333,3 +333,48 @@ fn a_manifest_saved_with_a_byte_order_mark_loads() {
     fs::write(&path, format!("\u{feff}{text}")).unwrap();
     fixture.xtask(&["checkpoint", "03"]).success();
 }
+
+#[test]
+fn two_folders_for_one_chapter_are_bad_input() {
+    let fixture = Fixture::course();
+    fixture.write_manifest(
+        "3",
+        &common::manifest("03", "course/tests/message_ir.rs", &[]),
+    );
+    fixture
+        .xtask(&["list"])
+        .fails_with(2, &["are both chapter 03", "keep one folder per chapter"]);
+}
+
+#[test]
+fn a_repository_with_a_separate_git_dir_finds_its_work_tree() {
+    let fixture = Fixture::course();
+    // What `git clone --separate-git-dir` makes: the git folder elsewhere and
+    // a `.git` file in the work tree pointing at it.
+    let gitdir = fixture.dir.path().join("elsewhere/gitdir");
+    fs::create_dir_all(gitdir.parent().unwrap()).unwrap();
+    fs::rename(fixture.root().join(".git"), &gitdir).unwrap();
+    fs::write(
+        fixture.root().join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .unwrap();
+    fixture
+        .xtask(&["list"])
+        .success()
+        .prints(&["02  第 02 章", "03  第 03 章"]);
+}
+
+#[test]
+fn help_to_a_full_stdout_says_so() {
+    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full on this system
+    };
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("--help")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot write to standard output"));
+}

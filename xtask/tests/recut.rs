@@ -562,3 +562,25 @@ fn a_re_cut_chapter_passes_verify() {
         fixture.learner_at(&skeleton)["course/src/lib.rs"]
     );
 }
+
+#[test]
+fn a_verify_that_fails_after_the_commits_exits_1_not_2() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.commit("Describe chapter 01");
+    fixture.set_identity();
+    fixture.write(
+        "course/src/lib.rs",
+        &format!("//! Chapter 01: two small functions.\n\n{ANSWER}"),
+    );
+    // Another verify holds the work folder: this one is refused (bad input).
+    let work = fixture.root().join("target/xtask-verify");
+    fs::create_dir_all(&work).unwrap();
+    let held = fs::File::create(work.join("lock")).unwrap();
+    held.lock().unwrap();
+
+    let old_head = fixture.head();
+    let run = recut(&fixture, &["01"]);
+    run.fails_with(1, &["the re-cut commits are in place, but verify failed"]);
+    assert_eq!(fixture.rev("HEAD~2"), old_head, "the branch did move");
+    drop(held);
+}

@@ -298,3 +298,67 @@ fn a_fault_in_a_symlinked_teaching_file_is_never_written_through() {
         "the outside file is untouched"
     );
 }
+
+#[test]
+fn a_work_folder_that_passes_through_a_symlink_is_refused_and_nothing_outside_changes() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let outside = fixture.dir.path().join("victim");
+    std::fs::create_dir_all(outside.join("green")).unwrap();
+    std::fs::write(outside.join("green/important.txt"), "precious\n").unwrap();
+    std::fs::create_dir_all(fixture.root().join("target/xtask-verify")).unwrap();
+    fixture.symlink(outside.to_str().unwrap(), "target/xtask-verify/01");
+
+    let run = fixture.xtask(&["verify"]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("symlink") || run.stderr.contains("symlink"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("green/important.txt")).unwrap(),
+        "precious\n"
+    );
+    assert_eq!(
+        common::snapshot(&outside).len(),
+        2,
+        "nothing was written there"
+    );
+
+    // The lock file and the work folder itself are refused the same way.
+    std::fs::remove_file(fixture.root().join("target/xtask-verify/01")).unwrap();
+    std::fs::remove_file(fixture.root().join("target/xtask-verify/lock")).unwrap();
+    let diary = fixture.dir.path().join("diary.txt");
+    std::fs::write(&diary, "dear diary\n").unwrap();
+    fixture.symlink(diary.to_str().unwrap(), "target/xtask-verify/lock");
+    fixture.xtask(&["verify"]).fails_with(2, &["lock file"]);
+    assert_eq!(std::fs::read_to_string(&diary).unwrap(), "dear diary\n");
+
+    std::fs::remove_dir_all(fixture.root().join("target")).unwrap();
+    fixture.symlink(outside.to_str().unwrap(), "target");
+    fixture
+        .xtask(&["verify"])
+        .fails_with(2, &["verify's work folder", "symlink"]);
+    assert_eq!(common::snapshot(&outside).len(), 2);
+}
+
+#[test]
+fn a_closed_stderr_does_not_stop_verify_with_a_panic() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["verify", "--json"])
+        .current_dir(fixture.root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}

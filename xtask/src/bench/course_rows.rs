@@ -4,19 +4,22 @@
 //! introduces the API it measures), built in release, printing one JSON
 //! [`Row`] per line on stdout (`--quick` for smaller sizes).
 
+use std::path::Path;
 use std::time::Duration;
 
 use super::Row;
 use crate::error::{Error, Result};
+use crate::out::noteln;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
+use crate::safe_fs;
 
 /// How long one course benchmark may run, build included.
 const TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Runs `course/examples/bench_<workload>.rs` and reads its rows.
 pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
-    eprintln!("bench: {workload} (course/examples/bench_{workload}.rs, release) …");
+    noteln!("bench: {workload} (course/examples/bench_{workload}.rs, release) …");
     let example = format!("bench_{workload}");
     let command: Vec<String> = [
         "cargo",
@@ -40,7 +43,7 @@ pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
         command: &command,
         extra: &extra,
         dir: &repo.root,
-        target_dir: &repo.root.join("target"),
+        target_dir: &safe_fs::folder_inside(&repo.root, Path::new("target"))?,
         timeout: TIMEOUT,
     }
     .run()?;

@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use super::Row;
 use super::stats::{Figure, Unit, ms};
 use crate::error::{Error, Result};
+use crate::out::noteln;
 use crate::runner::Invocation;
 
 const MANIFEST: &str = r#"{"id":"01","title":"bench","focusedTest":"course/tests/focused.rs","teachingFiles":[],"run":["true"]}"#;
@@ -25,7 +26,7 @@ pub fn practice(quick: bool, repeats: usize) -> Result<Vec<Row>> {
     sizes
         .iter()
         .map(|&files| {
-            eprintln!("bench: practice on {files} files …");
+            noteln!("bench: practice on {files} files …");
             let fixture = files_repo(files)?;
             let out = scratch_dir("xtask-bench-out-")?;
             let round = std::cell::Cell::new(0);
@@ -81,7 +82,7 @@ pub fn locate(quick: bool, repeats: usize) -> Result<Vec<Row>> {
     sizes
         .iter()
         .map(|&commits| {
-            eprintln!("bench: locate in {commits} commits …");
+            noteln!("bench: locate in {commits} commits …");
             let fixture = history_repo(commits)?;
             let mut ours = || {
                 Ok(ms(timed(

@@ -4,6 +4,7 @@
 //! serde-derived struct: the floor that serde's derive chain sets.
 
 use std::fs;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::Row;
@@ -11,8 +12,10 @@ use super::stats::{Figure, Unit};
 use crate::chapter;
 use crate::error::{self, Error, Result};
 use crate::locate;
+use crate::out::noteln;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
+use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
@@ -33,7 +36,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             command: &manifest.run,
             extra: &[],
             dir: lab.path(),
-            target_dir: &lab.path().join("target"),
+            target_dir: &safe_fs::folder_inside(lab.path(), Path::new("target"))?,
             timeout: Duration::from_secs(600),
         }
         .run()?;
@@ -45,13 +48,13 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
         }
         Ok(started.elapsed())
     };
-    eprintln!("bench: warming the registry for the learner loop …");
+    noteln!("bench: warming the registry for the learner loop …");
     run(&finished)?;
 
     let cold = |lab: &Lab| -> Result<Figure> {
         let mut samples = Vec::new();
         for round in 0..repeats {
-            eprintln!(
+            noteln!(
                 "bench: cold build {} of {repeats} in {} …",
                 round + 1,
                 lab.path().display()
@@ -71,7 +74,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let teaching = lab.join("course/src/types.rs");
     let mut edits = Vec::new();
     for round in 0..repeats.max(3) {
-        eprintln!("bench: edit → result {} …", round + 1);
+        noteln!("bench: edit → result {} …", round + 1);
         let mut source =
             fs::read_to_string(&teaching).map_err(error::io("cannot read types.rs"))?;
         source.push_str(&format!("\n// learner edit {round}\n"));

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{self, Workload};
 use crate::error::{Error, Result};
-use crate::out::outln;
+use crate::out::{noteln, outln};
 use crate::repo::CourseRepo;
 use clap::ValueEnum;
 
@@ -90,7 +90,7 @@ fn run(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
         };
         match result {
             Ok(new) => rows.extend(new),
-            Err(error) => eprintln!("bench: {name} skipped: {error}"),
+            Err(error) => noteln!("bench: {name} skipped: {error}"),
         }
     }
 
