@@ -218,12 +218,12 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
     outln!("{}", say::STEPS)?;
     let width = steps
         .iter()
-        .map(|step| step.filter.chars().count())
+        .map(|step| display_width(&step.filter))
         .max()
         .unwrap_or(0);
     for step in steps {
         let mark = if step.green { " ✓" } else { "" };
-        let pad = width - step.filter.chars().count();
+        let pad = width - display_width(&step.filter);
         outln!(
             "  {} {}{} {}/{}{mark}",
             step.id,
@@ -234,6 +234,22 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Columns `text` takes in a terminal: CJK characters take two.
+fn display_width(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c {
+            '\u{1100}'..='\u{115F}'
+            | '\u{2E80}'..='\u{A4CF}'
+            | '\u{AC00}'..='\u{D7A3}'
+            | '\u{F900}'..='\u{FAFF}'
+            | '\u{FE30}'..='\u{FE4F}'
+            | '\u{FF00}'..='\u{FF60}'
+            | '\u{FFE0}'..='\u{FFE6}' => 2,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Resolves DIR against the current folder, then against the repository
@@ -366,4 +382,16 @@ fn teaching_file_for<'a>(error: &CompileError, teaching: &'a [RepoPath]) -> Opti
     });
     // Anything else the focused test can't find is the crate root's to export.
     named.or_else(|| teaching.iter().find(|path| stem(path) == "lib"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::display_width;
+
+    #[test]
+    fn chinese_characters_take_two_columns() {
+        assert_eq!(display_width("system"), 6);
+        assert_eq!(display_width("全部"), 4);
+        assert_eq!(display_width("3.1 全部"), 8);
+    }
 }
