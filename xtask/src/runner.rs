@@ -1,10 +1,10 @@
 //! Running a chapter's focused command in a folder and capturing its output.
 //!
 //! Every child runs in a process group of its own, and the whole group is
-//! killed when the run ends: on a timeout, on SIGINT/SIGTERM, and after a
-//! normal exit (a test's leftover background process included). So a
-//! `loop {}` in a learner's test never survives its run, and a grandchild
-//! holding the output pipes open cannot hang xtask.
+//! killed when the run ends: on a timeout, on SIGINT, SIGTERM, SIGHUP or
+//! SIGQUIT, and after a normal exit (a test's leftover background process
+//! included). So a `loop {}` in a learner's test never survives its run, and
+//! a grandchild holding the output pipes open cannot hang xtask.
 
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -47,9 +47,10 @@ pub struct Invocation<'a> {
 
 /// How often the wait loop looks at the child, the clock and the signals.
 const POLL: Duration = Duration::from_millis(20);
-/// How long to wait for the output pipes to close once the group is killed
-/// (a process that left the group may still hold them).
-const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// How long to wait, in all, for the output pipes to close once the group
+/// is killed. Only a process that left the group (`setsid`) can still hold
+/// them then, and nothing can end it; what it writes later is not waited for.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// How the wait ended.
 enum Ended {
@@ -69,8 +70,8 @@ impl Invocation<'_> {
             .join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout). SIGINT or SIGTERM
-    /// meanwhile stops the whole process group and returns
+    /// Runs the command to completion (or to its timeout). A signal (SIGINT,
+    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and returns
     /// [`Error::interrupted`].
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
@@ -128,9 +129,10 @@ impl Invocation<'_> {
         let ended = wait(&child, self.timeout);
         // The leader is not reaped yet, so its group id still names our group.
         group.end();
+        let drained_by = Instant::now() + DRAIN_GRACE;
         let status = child.wait();
-        let stdout = stdout.finish();
-        let mut output = stderr.finish();
+        let stdout = stdout.finish(drained_by);
+        let mut output = stderr.finish(drained_by);
         let status = status.map_err(|error| {
             Error::bad_input(format!("cannot wait for `{}`: {error}", self.display()))
         })?;
@@ -249,9 +251,11 @@ impl Drain {
         Drain { bytes, done }
     }
 
-    /// What was read, once the pipe closed or [`DRAIN_GRACE`] passed.
-    fn finish(self) -> String {
-        let _ = self.done.recv_timeout(DRAIN_GRACE);
+    /// What was read, once the pipe closed or at `deadline`.
+    fn finish(self, deadline: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         let bytes = self
             .bytes
             .lock()

@@ -216,9 +216,16 @@ fn a_timeout_ends_the_whole_process_group() {
     assert_eq!(status.code(), Some(1), "{stderr}");
 }
 
+/// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
+/// (Ctrl-\) all end the run's process group; xtask exits 128 + the signal.
 #[test]
-fn sigint_and_sigterm_during_a_run_leave_no_process_behind() {
-    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+fn a_signal_during_a_run_leaves_no_process_behind() {
+    for (signal, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+        (libc::SIGQUIT, 131),
+    ] {
         let (fixture, lab) = course_running(PROCESS_TREE);
         let mut child = spawn_xtask(fixture.root(), &["check", "03", "lab"], Stdio::null());
         if !wait_until(LONG, || pids(&lab).len() == 2) {
@@ -234,6 +241,35 @@ fn sigint_and_sigterm_during_a_run_leave_no_process_behind() {
         no_panic(&stderr);
         assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
     }
+}
+
+/// A process that leaves the group (`setsid`) cannot be killed with it and
+/// may hold the output pipes open; the run still ends soon after its timeout.
+#[test]
+fn an_escaped_process_holding_the_pipes_does_not_stretch_a_timeout() {
+    let (fixture, lab) = course_running(
+        "setsid sh -c 'echo $$ >> pids; exec sleep 1000' & echo $$ >> pids; while :; do :; done",
+    );
+    let started = std::time::Instant::now();
+    let mut child = spawn_xtask(
+        fixture.root(),
+        &["check", "03", "lab", "--timeout", "1"],
+        Stdio::null(),
+    );
+    let status = wait_at_most(&mut child, LONG);
+    let took = started.elapsed();
+    let stderr = stderr_of(&mut child);
+    // The escaped process is beyond xtask's reach: the test ends it.
+    for pid in pids(&lab) {
+        // SAFETY: plain kill(2) of processes this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    no_panic(&stderr);
+    assert_eq!(status.and_then(|status| status.code()), Some(1), "{stderr}");
+    assert!(
+        took < Duration::from_secs(4),
+        "a 1 s timeout took {took:?}: {stderr}"
+    );
 }
 
 #[test]
