@@ -6,6 +6,7 @@
 //! included). So a `loop {}` in a learner's test never survives its run, and
 //! a grandchild holding the output pipes open cannot hang xtask.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::Path;
@@ -24,9 +25,10 @@ use crate::signals;
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
-    /// stderr (cargo's compiler messages) followed by stdout (the test report).
+    /// stderr (cargo's compiler messages) followed by stdout (the test report),
+    /// each bounded (see [`Invocation::run`]).
     pub output: String,
-    /// stdout alone, for commands that print data.
+    /// stdout alone, for commands that print data; bounded too.
     pub stdout: String,
     pub timed_out: bool,
 }
@@ -51,6 +53,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// is killed. Only a process that left the group (`setsid`) can still hold
 /// them then, and nothing can end it; what it writes later is not waited for.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How much of each output stream is kept at its start, and again at its end.
+const KEEP: usize = 4 << 20;
 
 /// How the wait ended.
 enum Ended {
@@ -71,8 +75,9 @@ impl Invocation<'_> {
     }
 
     /// Runs the command to completion (or to its timeout). A signal (SIGINT,
-    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and returns
-    /// [`Error::interrupted`].
+    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and
+    /// returns [`Error::interrupted`]. Each output stream keeps its first and
+    /// last [`KEEP`] bytes, with a line saying how many were left out between.
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
         signals::check()?;
@@ -220,27 +225,28 @@ impl Drop for Group {
     }
 }
 
-/// Reads a pipe to its end on a thread of its own.
+/// Reads a pipe to its end on a thread of its own, keeping a bounded part
+/// of what it reads ([`Kept`]), so endless output costs no more memory.
 struct Drain {
-    bytes: Arc<Mutex<Vec<u8>>>,
+    kept: Arc<Mutex<Kept>>,
     done: mpsc::Receiver<()>,
 }
 
 impl Drain {
     fn start(pipe: Option<impl Read + Send + 'static>) -> Self {
-        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::new(Mutex::new(Kept::default()));
         let (sender, done) = mpsc::channel();
-        let sink = Arc::clone(&bytes);
+        let sink = Arc::clone(&kept);
         thread::spawn(move || {
             if let Some(mut pipe) = pipe {
-                let mut chunk = [0u8; 8192];
+                let mut chunk = vec![0u8; 64 * 1024];
                 loop {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
                         Ok(n) => sink
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .extend_from_slice(&chunk[..n]),
+                            .push(&chunk[..n]),
                         Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -248,19 +254,80 @@ impl Drain {
             }
             let _ = sender.send(());
         });
-        Drain { bytes, done }
+        Drain { kept, done }
     }
 
-    /// What was read, once the pipe closed or at `deadline`.
+    /// What was kept, once the pipe closed or at `deadline`.
     fn finish(self, deadline: Instant) -> String {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let bytes = self
-            .bytes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
+        let kept = std::mem::take(
+            &mut *self
+                .kept
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        kept.into_text()
+    }
+}
+
+/// The first and the last [`KEEP`] bytes of a stream, and how many bytes
+/// between them were left out.
+#[derive(Default)]
+struct Kept {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    /// A u64: an endless stream outgrows a 32-bit usize.
+    left_out: u64,
+}
+
+impl Kept {
+    fn push(&mut self, bytes: &[u8]) {
+        let (head, rest) = bytes.split_at(bytes.len().min(KEEP - self.head.len()));
+        self.head.extend_from_slice(head);
+        let rest = match rest.len().checked_sub(KEEP) {
+            Some(over) => {
+                self.left_out += (self.tail.len() + over) as u64;
+                self.tail.clear();
+                &rest[over..]
+            }
+            None => rest,
+        };
+        self.tail.extend(rest);
+        let over = self.tail.len().saturating_sub(KEEP);
+        self.tail.drain(..over);
+        self.left_out += over as u64;
+    }
+
+    /// The text kept. When some was left out, the gap falls between whole
+    /// lines (a line longer than [`KEEP`] is cut) and a line of its own says
+    /// how many bytes it left out, so a parser reads lines as they were.
+    fn into_text(mut self) -> String {
+        let tail = self.tail.make_contiguous();
+        if self.left_out == 0 {
+            self.head.extend_from_slice(tail);
+            return String::from_utf8_lossy(&self.head).into_owned();
+        }
+        let head_end = self
+            .head
+            .iter()
+            .rposition(|&byte| byte == b'\n')
+            .map_or(self.head.len(), |newline| newline + 1);
+        let tail_start = tail
+            .iter()
+            .position(|&byte| byte == b'\n')
+            .map_or(0, |newline| newline + 1);
+        let left_out = self.left_out + (self.head.len() - head_end + tail_start) as u64;
+        let mut text = String::from_utf8_lossy(&self.head[..head_end]).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[... {left_out} bytes of output left out here by xtask ...]\n"
+        ));
+        text.push_str(&String::from_utf8_lossy(&tail[tail_start..]));
+        text
     }
 }
 
@@ -307,6 +374,55 @@ mod tests {
         assert!(run.success);
         assert_eq!(run.stdout, "started\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn endless_output_is_kept_to_its_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = sh(
+            "yes 'test adds ... FAILED' | head -c 67108864; echo; echo 'the last line'; \
+             yes 'warning: noise' | head -c 67108864 >&2",
+            dir.path(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert!(run.success);
+        let bound = 2 * KEEP + 200;
+        assert!(
+            run.stdout.len() <= bound,
+            "stdout: {} bytes",
+            run.stdout.len()
+        );
+        assert!(
+            run.output.len() <= 2 * bound,
+            "output: {} bytes",
+            run.output.len()
+        );
+        assert!(run.stdout.starts_with("test adds ... FAILED\n"));
+        assert!(
+            run.stdout.ends_with("\nthe last line\n"),
+            "the tail is kept"
+        );
+        assert!(run.output.starts_with("warning: noise\n"));
+        assert!(run.output.ends_with("\nthe last line\n"));
+        // Whole lines on either side of the gap, which says what it left out.
+        let gap = run
+            .stdout
+            .lines()
+            .find(|line| line.contains("left out"))
+            .expect("a line marks the gap");
+        let left_out: usize = gap
+            .split_whitespace()
+            .find_map(|word| word.parse().ok())
+            .expect("the gap says how many bytes");
+        let kept = run.stdout.len() - gap.len() - 1;
+        assert_eq!(left_out + kept, (64 << 20) + "\nthe last line\n".len());
+        for line in run.stdout.lines().filter(|line| *line != gap) {
+            assert!(
+                "test adds ... FAILED".starts_with(line) || line == "the last line",
+                "{line:?}"
+            );
+        }
     }
 
     #[test]

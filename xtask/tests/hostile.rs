@@ -272,6 +272,56 @@ fn an_escaped_process_holding_the_pipes_does_not_stretch_a_timeout() {
     );
 }
 
+/// A test printing without end cannot make xtask hold all of it: each
+/// output stream keeps its first and last few MiB, and says what it left out.
+#[test]
+fn a_flood_of_output_is_kept_bounded_with_its_last_line() {
+    const MIB: usize = 1 << 20;
+    let (fixture, lab) = course_running(
+        "yes 'warning: unused variable' | head -c 67108864; echo; echo 'the last line of the flood'; exit 1",
+    );
+    let mut child = spawn_xtask(
+        fixture.root(),
+        &["check", "03", "lab", "--verbose"],
+        Stdio::piped(),
+    );
+    let mut pipe = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut pipe, &mut text).unwrap();
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let Some((status, peak)) = common::wait_with_peak_memory(&mut child, LONG) else {
+        fail_and_clean(&lab, "check did not return within 30s");
+    };
+    let stdout = reader.join().unwrap();
+    let stderr = stderr_of(&mut child);
+    no_panic(&stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stdout.len() < 9 * MIB,
+        "the report holds {} bytes of 64 MiB",
+        stdout.len()
+    );
+    assert!(
+        stdout.contains("the last line of the flood"),
+        "the tail is kept"
+    );
+    assert!(
+        stdout.contains("warning: unused variable\n"),
+        "the head is kept"
+    );
+    assert!(
+        stdout.contains("bytes of output left out"),
+        "the gap is marked"
+    );
+    assert!(
+        peak < (100 * MIB) as u64,
+        "xtask peaked at {} MiB for 64 MiB of output",
+        peak / MIB as u64
+    );
+}
+
 #[test]
 fn a_run_builds_in_the_labs_own_target_folder_whatever_the_environment() {
     let (fixture, lab) =
