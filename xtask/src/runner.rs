@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -55,6 +55,9 @@ const POLL: Duration = Duration::from_millis(20);
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How much of each output stream is kept at its start, and again at its end.
 const KEEP: usize = 4 << 20;
+/// How long a group [`run_live`] passed a signal on to may take to end on
+/// its own before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How the wait ended.
 enum Ended {
@@ -162,9 +165,56 @@ impl Invocation<'_> {
     }
 }
 
+/// Runs `command` to its end with stdin empty and stdout and stderr
+/// inherited, so its output shows as it comes (cargo building, then what it
+/// runs), with no time limit and in a process group of its own, like
+/// [`Invocation::run`]. A signal meanwhile is passed on to the group, which
+/// gets [`STOP_GRACE`] to end on its own (an xtask in it cleans up), before
+/// the group is killed and [`Error::interrupted`] returned. `what` names the
+/// command in messages.
+pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
+    let _section = signals::defer();
+    signals::check()?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|error| Error::bad_input(format!("cannot run {what}: {error}")))?;
+    let mut group = Group(Some(child.id()));
+    let mut ended = wait(&child, Duration::MAX);
+    if let Ok(Ended::Interrupted(signal)) = ended {
+        // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
+        group.signal(if signal == libc::SIGQUIT {
+            libc::SIGTERM
+        } else {
+            signal
+        });
+        let _ = wait_for_exit(&child, STOP_GRACE);
+        ended = Ok(Ended::Interrupted(signal));
+    }
+    // The leader is not reaped yet, so its group id still names our group.
+    group.end();
+    let status = child.wait();
+    if let Ended::Interrupted(signal) = ended? {
+        return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
+    }
+    status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))
+}
+
 /// Waits until the child exits (without reaping it), the timeout passes or
 /// a signal arrives.
 fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
+    poll(child, timeout, true)
+}
+
+/// Waits until the child exits (without reaping it) or the timeout passes,
+/// whatever signal arrives: true when it exited.
+fn wait_for_exit(child: &Child, timeout: Duration) -> Result<bool> {
+    poll(child, timeout, false).map(|ended| matches!(ended, Ended::Exited))
+}
+
+/// [`wait`], heeding signals or not.
+fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
     // Short runs end soon after they exit: the pause doubles from 100 µs up
     // to POLL, so a quick command is not rounded up to a whole POLL.
@@ -176,7 +226,7 @@ fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
         if exited {
             return Ok(Ended::Exited);
         }
-        if let Some(signal) = signals::received() {
+        if let Some(signal) = signals::received().filter(|_| heed_signals) {
             return Ok(Ended::Interrupted(signal));
         }
         if started.elapsed() >= timeout {
@@ -210,6 +260,15 @@ fn has_exited(pid: u32) -> io::Result<bool> {
 struct Group(Option<u32>);
 
 impl Group {
+    /// Sends `signal` to the group, leaving it to end on its own.
+    fn signal(&self, signal: i32) {
+        if let Some(leader) = self.0 {
+            // SAFETY: kill(2) on our own child's process group, whose leader
+            // is not reaped yet; ESRCH (already gone) is fine.
+            unsafe { libc::kill(-(leader as libc::pid_t), signal) };
+        }
+    }
+
     fn end(&mut self) {
         if let Some(leader) = self.0.take() {
             // SAFETY: kill(2) on our own child's process group, whose leader

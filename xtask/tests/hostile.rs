@@ -322,6 +322,106 @@ fn a_flood_of_output_is_kept_bounded_with_its_last_line() {
     );
 }
 
+/// A stand-in for cargo: prints its arguments on stdout and a line on
+/// stderr. Unless `quick`, it then writes its pid and its child's into
+/// `pids` beside it and waits for that child (`sleep 1000`, as a release
+/// bench would run on); on SIGINT or SIGTERM it writes `cleaned up` beside
+/// it, as the release xtask cleans up, and exits.
+fn fake_cargo(folder: &Path, quick: bool) -> PathBuf {
+    let script = folder.join("fake-cargo");
+    let pids = folder.join("pids");
+    let body = if quick {
+        "echo \"fake cargo: $*\"\necho 'fake cargo on stderr' >&2\n".to_string()
+    } else {
+        format!(
+            "echo \"fake cargo: $*\"\necho 'fake cargo on stderr' >&2\n\
+             trap \"echo done > '{cleaned}'; exit 1\" INT TERM\n\
+             echo $$ >> '{pids}'\nsleep 1000 &\necho $! >> '{pids}'\nwait\n",
+            pids = pids.display(),
+            cleaned = folder.join("cleaned up").display(),
+        )
+    };
+    fs::write(&script, format!("#!/bin/sh\n{body}")).unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// A debug build's `bench` re-runs itself through `cargo run --release`,
+/// whose output shows live.
+#[test]
+fn benchs_release_rerun_shows_cargos_output() {
+    if !cfg!(debug_assertions) {
+        return; // a release xtask benches at once, with no cargo to fake
+    }
+    let fixture = Fixture::course();
+    let cargo = fake_cargo(fixture.dir.path(), true);
+    let mut child = common::spawn_xtask_with_env(
+        fixture.root(),
+        &["bench", "--only", "locate"],
+        &[("CARGO", &cargo)],
+        Stdio::piped(),
+    );
+    let mut pipe = child.stdout.take().unwrap();
+    let status = wait_at_most(&mut child, LONG).expect("it returns");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut pipe, &mut stdout).unwrap();
+    let stderr = stderr_of(&mut child);
+    no_panic(&stderr);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("fake cargo: run --quiet --release --manifest-path xtask/Cargo.toml -- bench --only=locate"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("fake cargo on stderr"), "{stderr}");
+}
+
+/// SIGTERM or SIGINT while `bench` waits for its release build (or the
+/// release bench it runs) is passed on to that build, then its whole process
+/// group is ended. (The fake's `sleep`, started in the background, ignores
+/// SIGINT.)
+#[test]
+fn a_signal_during_benchs_release_rerun_leaves_no_process_behind() {
+    if !cfg!(debug_assertions) {
+        return; // a release xtask benches at once, with no cargo to fake
+    }
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let fixture = Fixture::course();
+        let folder = fixture.dir.path();
+        let cargo = fake_cargo(folder, false);
+        let mut child = common::spawn_xtask_with_env(
+            fixture.root(),
+            &["bench", "--only", "locate"],
+            &[("CARGO", &cargo)],
+            Stdio::null(),
+        );
+        if !wait_until(LONG, || pids(folder).len() == 2) {
+            let _ = child.kill();
+            fail_and_clean(folder, "the fake cargo never started");
+        }
+        send_signal(child.id(), signal);
+        let Some(status) = wait_at_most(&mut child, LONG) else {
+            fail_and_clean(folder, "xtask did not stop after the signal");
+        };
+        // Before reading stderr: a process left running would hold it open.
+        let pids = pids(folder);
+        if !wait_until(Duration::from_secs(5), || {
+            pids.iter().all(|&pid| !is_running(pid))
+        }) {
+            fail_and_clean(
+                folder,
+                &format!("signal {signal}: processes left running: {pids:?}"),
+            );
+        }
+        let stderr = stderr_of(&mut child);
+        no_panic(&stderr);
+        assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
+        assert!(
+            folder.join("cleaned up").exists(),
+            "signal {signal}: the build got the signal first, to clean up"
+        );
+    }
+}
+
 #[test]
 fn a_run_builds_in_the_labs_own_target_folder_whatever_the_environment() {
     let (fixture, lab) =

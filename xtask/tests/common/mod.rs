@@ -597,3 +597,22 @@ pub fn wait_with_peak_memory(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// [`spawn_xtask`] with extra environment variables.
+pub fn spawn_xtask_with_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    stdout: std::process::Stdio,
+) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TERM_COLOR", "never")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
