@@ -709,30 +709,106 @@ fn an_interrupted_practice_leaves_no_staging_folder_and_no_parent_folder() {
     }
 }
 
-#[test]
-fn stale_staging_folders_of_dead_runs_are_removed() {
-    let fixture = Fixture::course();
+/// The pid of a process that has ended.
+fn dead_pid() -> u32 {
     let mut ended = Command::new("true").spawn().unwrap();
     ended.wait().unwrap();
-    let dead = fixture
-        .root()
-        .join(format!(".old.practice-{}-AbC123", ended.id()));
-    fs::create_dir_all(dead.join("course/src")).unwrap();
-    fs::write(dead.join("course/src/lib.rs"), "half written\n").unwrap();
-    let live = fixture
-        .root()
-        .join(format!(".other.practice-{}-XyZ789", std::process::id()));
-    fs::create_dir(&live).unwrap();
-    let unrelated = fixture.root().join(".notes.practice-draft");
+    ended.id()
+}
+
+/// A folder named and marked as a staging folder is: `.xtask-staging`
+/// inside holds `marker_pid`.
+fn staging_like(parent: &Path, name: &str, marker_pid: Option<u32>) -> PathBuf {
+    let folder = parent.join(name);
+    fs::create_dir_all(folder.join("course/src")).unwrap();
+    fs::write(folder.join("course/src/lib.rs"), "half written\n").unwrap();
+    if let Some(pid) = marker_pid {
+        fs::write(folder.join(".xtask-staging"), pid.to_string()).unwrap();
+    }
+    folder
+}
+
+#[test]
+fn stale_staging_folders_of_dead_runs_are_removed() {
+    let fixture = course_with_a_big_parent();
+    let root = fixture.root();
+
+    // A run killed (SIGKILL: no cleanup) while it writes `lab`.
+    let lock = hold_exclude_lock(&fixture);
+    let mut killed = spawn_xtask(root, &["practice", "04", "lab"], Stdio::null());
+    assert!(
+        wait_until(LONG, || staging_folders(root)
+            .iter()
+            .any(|name| root.join(name).join(".xtask-staging").is_file())),
+        "a staging folder appears, with its marker"
+    );
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = root.join(&staging_folders(root)[0]);
+    fs::remove_file(&lock).unwrap();
+
+    let dead = dead_pid();
+    let marked = staging_like(root, &format!(".lab.practice-{dead}-AbC123"), Some(dead));
+    let me = std::process::id();
+    let live = staging_like(root, &format!(".lab.practice-{me}-XyZ789"), Some(me));
+    let other_dir = staging_like(root, &format!(".old.practice-{dead}-AbC123"), Some(dead));
+    let unmarked = staging_like(root, &format!(".lab.practice-{dead}-notes"), None);
+    let other_pid = staging_like(root, &format!(".lab.practice-{dead}-Pq12"), Some(me));
+    let unrelated = root.join(".notes.practice-draft");
     fs::create_dir(&unrelated).unwrap();
 
-    fixture.xtask(&["practice", "03", "lab"]).success();
-    assert!(!dead.exists(), "a dead run's staging folder is removed");
+    let run = fixture.xtask(&["practice", "03", "lab"]);
+    run.success();
+    assert!(!left.exists(), "the killed run's staging folder is removed");
+    assert!(!marked.exists(), "a marked folder of a dead run is removed");
     assert!(live.exists(), "a running process's staging folder stays");
+    assert!(other_dir.exists(), "another DIR's staging folder stays");
+    assert!(unmarked.exists(), "a look-alike without the marker stays");
+    assert!(other_pid.exists(), "a marker naming another pid: it stays");
     assert!(
         unrelated.exists(),
         "a folder that is no staging folder stays"
     );
+    assert!(
+        !root.join("lab/.xtask-staging").exists(),
+        "the marker leaves with the staging folder"
+    );
+    assert!(root.join("lab/LEARNING.md").is_file());
+}
+
+/// A user's own hidden folder that merely looks like a staging folder
+/// (`.rust.practice-2024-notes`) is never removed.
+#[test]
+fn a_users_look_alike_folder_beside_dir_survives() {
+    let fixture = Fixture::course();
+    let home = fixture.dir.path().join("home");
+    let notes = home.join(format!(".rust.practice-{}-notes", dead_pid()));
+    fs::create_dir_all(&notes).unwrap();
+    fs::write(notes.join("todo.md"), "my notes\n").unwrap();
+    let named_like_dir = home.join(format!(".rust.practice-{}-2024", dead_pid()));
+    fs::create_dir_all(&named_like_dir).unwrap();
+
+    fixture
+        .xtask(&["practice", "03", home.join("rust").to_str().unwrap()])
+        .success();
+    assert_eq!(read(&notes.join("todo.md")), "my notes\n");
+    assert!(named_like_dir.is_dir());
+    assert!(home.join("rust/LEARNING.md").is_file());
+}
+
+/// A DIR name near the 255-byte limit still leaves room for its staging
+/// folder's name, in ASCII or in a script of 3-byte characters.
+#[test]
+fn a_long_dir_name_is_practised_into() {
+    let fixture = Fixture::course();
+    for name in ["a".repeat(240), "练".repeat(80), "練".repeat(85)] {
+        assert!(name.len() >= 240 && name.len() <= 255, "{}", name.len());
+        let run = fixture.xtask(&["practice", "03", &name]);
+        no_panic(&run.stderr);
+        run.success();
+        assert!(fixture.root().join(&name).join("LEARNING.md").is_file());
+    }
+    assert!(staging_folders(fixture.root()).is_empty());
 }
 
 #[test]
