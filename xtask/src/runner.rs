@@ -5,6 +5,7 @@
 //! SIGQUIT, and after a normal exit (a test's leftover background process
 //! included). So a `loop {}` in a learner's test never survives its run, and
 //! a grandchild holding the output pipes open cannot hang xtask.
+//! [`run_live`] runs a command the same way with its output shown live.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -181,7 +182,7 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
         .spawn()
         .map_err(|error| Error::bad_input(format!("cannot run {what}: {error}")))?;
     let mut group = Group(Some(child.id()));
-    let mut ended = wait(&child, Duration::MAX);
+    let ended = wait(&child, Duration::MAX);
     if let Ok(Ended::Interrupted(signal)) = ended {
         // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
         group.signal(if signal == libc::SIGQUIT {
@@ -189,8 +190,9 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
         } else {
             signal
         });
-        let _ = wait_for_exit(&child, STOP_GRACE);
-        ended = Ok(Ended::Interrupted(signal));
+        // Until the leader exits, whatever signal arrives; the rest of the
+        // group is killed below either way.
+        let _ = poll(&child, STOP_GRACE, false);
     }
     // The leader is not reaped yet, so its group id still names our group.
     group.end();
@@ -205,12 +207,6 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
 /// a signal arrives.
 fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
     poll(child, timeout, true)
-}
-
-/// Waits until the child exits (without reaping it) or the timeout passes,
-/// whatever signal arrives: true when it exited.
-fn wait_for_exit(child: &Child, timeout: Duration) -> Result<bool> {
-    poll(child, timeout, false).map(|ended| matches!(ended, Ended::Exited))
 }
 
 /// [`wait`], heeding signals or not.
