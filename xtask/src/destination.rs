@@ -1,13 +1,15 @@
 //! Where a practice folder goes. DIR is resolved and checked before
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
-//! beside it (`.NAME.practice-<pid>-<random>`) and renamed into place, and a
-//! later run removes the staging folders of runs that died.
+//! beside it (`.NAME.practice-<pid>-<random>`, marked by a file inside that
+//! holds the pid) and renamed into place, and a later run into the same DIR
+//! removes the staging folders of runs that died.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::ErrorKind;
-use std::os::unix::fs::MetadataExt;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use tempfile::TempDir;
@@ -16,8 +18,22 @@ use crate::error::{self, Error, Result};
 use crate::out;
 use crate::repo::CourseRepo;
 
-/// What marks a staging folder: `.NAME` + this + `<pid>-<random>`.
+/// What marks a staging folder's name: `.NAME` + this + `<pid>-<random>`.
 const STAGING_MARK: &str = ".practice-";
+/// The file in every staging folder, holding the pid of the run that made
+/// it: only a folder with this file is ever removed as a dead run's.
+const MARKER: &str = ".xtask-staging";
+/// How many bytes of DIR's name a staging folder's name keeps, so a DIR
+/// name up to the 255-byte limit still leaves room for the rest.
+const NAME_KEPT: usize = 100;
+
+/// The folder that will hold DIR and its staging folder, with DIR's name:
+/// where [`remove_stale_staging`] looks, and for which staging folders.
+#[derive(Debug, Clone, Copy)]
+pub struct Parent<'a> {
+    pub folder: &'a Path,
+    pub name: &'a OsStr,
+}
 
 /// DIR, resolved.
 #[derive(Debug)]
@@ -139,8 +155,16 @@ impl Destination {
         Ok(())
     }
 
-    /// The folder that will hold DIR (and its staging folder).
-    pub fn parent(&self) -> &Path {
+    /// The folder that will hold DIR (and its staging folder), with DIR's name.
+    pub fn parent(&self) -> Parent<'_> {
+        Parent {
+            folder: self.folder(),
+            name: self.name(),
+        }
+    }
+
+    /// The folder that will hold DIR.
+    fn folder(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("/"))
     }
 
@@ -169,27 +193,38 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new, private staging folder beside DIR.
+    /// A new, private staging folder beside DIR, with its [`MARKER`].
     pub fn staging(&self) -> Result<TempDir> {
-        let prefix = format!(
-            ".{}{STAGING_MARK}{}-",
-            self.name().to_string_lossy(),
-            std::process::id()
-        );
-        tempfile::Builder::new()
+        let pid = std::process::id();
+        let mut prefix = staging_prefix(self.name());
+        prefix.push(format!("{pid}-"));
+        let staging = tempfile::Builder::new()
             .prefix(&prefix)
             .rand_bytes(8)
-            .tempdir_in(self.parent())
+            .tempdir_in(self.folder())
             .map_err(error::io(format!(
                 "cannot create a staging folder in {}",
-                self.parent().display()
-            )))
+                self.folder().display()
+            )))?;
+        let marker = staging.path().join(MARKER);
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .and_then(|mut file| file.write_all(pid.to_string().as_bytes()))
+            .map_err(error::io(format!("cannot write {}", marker.display())))?;
+        Ok(staging)
     }
 
     /// Renames the finished `staging` folder to DIR. If DIR appeared in the
     /// meantime (another run was faster), the staging folder is removed and
     /// DIR left as it is.
     pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
+        let marker = staging.path().join(MARKER);
+        fs::remove_file(&marker).map_err(error::io(format!(
+            "cannot remove {} before moving the folder into place",
+            marker.display()
+        )))?;
         match fs::rename(staging.path(), &self.path) {
             Ok(()) => {
                 // Renamed away: nothing is left for the guard to remove.
@@ -261,24 +296,31 @@ impl Drop for CreatedFolders {
     }
 }
 
-/// Removes the staging folders in `parent` that runs which have since died
-/// left behind (killed with SIGKILL, or a power cut). A folder counts only
-/// if its name is `.NAME.practice-<pid>-<random>`, it is a real folder
-/// owned by this user, and no process `<pid>` exists.
-pub fn remove_stale_staging(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else {
+/// Removes the staging folders for DIR that runs which have since died left
+/// behind (killed with SIGKILL, or a power cut). A folder counts only if its
+/// name is `.NAME.practice-<pid>-<random>` for DIR's name, it is a real
+/// folder owned by this user, its [`MARKER`] (a file, not a symlink) holds
+/// that same pid, and no process `<pid>` exists. Anything else is left alone,
+/// however much it looks like one (`.rust.practice-2024-notes`).
+pub fn remove_stale_staging(parent: Parent<'_>) {
+    let Ok(entries) = fs::read_dir(parent.folder) else {
         return;
     };
+    let prefix = staging_prefix(parent.name);
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     for entry in entries.filter_map(|entry| entry.ok()) {
         let name = entry.file_name();
-        let Some(pid) = staging_pid(&name.to_string_lossy()) else {
+        let Some(pid) = staging_pid(name.as_bytes(), prefix.as_bytes()) else {
             continue;
         };
         let path = entry.path();
         let ours = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
-        if ours && !process_exists(pid) && fs::remove_dir_all(&path).is_ok() {
+        if ours
+            && marker_pid(&path) == Some(pid)
+            && !process_exists(pid)
+            && fs::remove_dir_all(&path).is_ok()
+        {
             out::note(format_args!(
                 "note: removed {}, left by an earlier practice run that did not finish",
                 path.display()
@@ -287,10 +329,26 @@ pub fn remove_stale_staging(parent: &Path) {
     }
 }
 
-/// The pid in a staging folder's name, if `name` is one.
-fn staging_pid(name: &str) -> Option<i32> {
-    let rest = name.strip_prefix('.')?;
-    let (_, tail) = rest.rsplit_once(STAGING_MARK)?;
+/// `.NAME.practice-`, the start of every staging folder's name for a DIR
+/// named `name`; NAME is cut to [`NAME_KEPT`] bytes (at a character's start).
+fn staging_prefix(name: &OsStr) -> OsString {
+    let name = name.as_bytes();
+    let mut end = name.len().min(NAME_KEPT);
+    // A UTF-8 continuation byte (0b10xxxxxx) is no character's start.
+    while end > 0 && end < name.len() && name[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
+    let mut prefix = Vec::with_capacity(end + 1 + STAGING_MARK.len());
+    prefix.push(b'.');
+    prefix.extend_from_slice(&name[..end]);
+    prefix.extend_from_slice(STAGING_MARK.as_bytes());
+    OsString::from_vec(prefix)
+}
+
+/// The pid in a staging folder's name, if `name` is one that starts with
+/// `prefix` (see [`staging_prefix`]).
+fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
+    let tail = std::str::from_utf8(name.strip_prefix(prefix)?).ok()?;
     let (pid, random) = tail.split_once('-')?;
     let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
     let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
@@ -299,6 +357,22 @@ fn staging_pid(name: &str) -> Option<i32> {
     } else {
         None
     }
+}
+
+/// The pid in staging folder `folder`'s [`MARKER`], read without following
+/// a symlink; `None` when there is none or it holds anything else.
+fn marker_pid(folder: &Path) -> Option<i32> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(folder.join(MARKER))
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok().filter(|&pid: &i32| pid > 0)
 }
 
 fn process_exists(pid: i32) -> bool {
@@ -314,19 +388,79 @@ mod tests {
     use super::*;
 
     #[test]
-    fn staging_names_are_recognised() {
-        assert_eq!(staging_pid(".lab.practice-123-AbC123xy"), Some(123));
-        assert_eq!(staging_pid(".my lab.practice-7-a"), Some(7));
-        assert_eq!(staging_pid(".a.practice-b.practice-9-z9"), Some(9));
+    fn staging_names_are_recognised_for_their_dir_alone() {
+        let lab = staging_prefix(OsStr::new("lab"));
+        let pid = |name: &str| staging_pid(name.as_bytes(), lab.as_bytes());
+        assert_eq!(pid(".lab.practice-123-AbC123xy"), Some(123));
+        assert_eq!(pid(".lab.practice-7-a"), Some(7));
         for other in [
             "lab.practice-1-a",
-            ".notes.practice-draft",
+            ".lab.practice-draft",
             ".lab.practice-12-",
             ".lab.practice--abc",
             ".lab.practice-0-abc",
             ".lab.practice-1-a/b",
+            ".lab.practice-1-a-b",
+            ".other.practice-1-a",
+            ".labs.practice-1-a",
+            ".lab.practice-5.practice-1-a",
         ] {
-            assert_eq!(staging_pid(other), None, "{other}");
+            assert_eq!(pid(other), None, "{other}");
+        }
+        let spaced = staging_prefix(OsStr::new("my lab"));
+        assert_eq!(
+            staging_pid(b".my lab.practice-7-a", spaced.as_bytes()),
+            Some(7)
+        );
+    }
+
+    #[test]
+    fn a_long_name_is_cut_at_a_character_start() {
+        assert_eq!(
+            staging_prefix(OsStr::new(&"a".repeat(240))),
+            OsString::from(format!(".{}.practice-", "a".repeat(100)))
+        );
+        // 33 three-byte characters are 99 bytes; a 34th would pass 100.
+        assert_eq!(
+            staging_prefix(OsStr::new(&"练".repeat(80))),
+            OsString::from(format!(".{}.practice-", "练".repeat(33)))
+        );
+        let not_utf8 = OsStr::from_bytes(b"\xff\xfe lab");
+        assert_eq!(
+            staging_prefix(not_utf8).as_bytes(),
+            b".\xff\xfe lab.practice-"
+        );
+    }
+
+    #[test]
+    fn only_a_marked_folder_of_a_dead_run_is_removed() {
+        let holder = tempfile::tempdir().unwrap();
+        let parent = holder.path();
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        let dead = ended.id();
+        let folder = |name: String, marker: Option<&str>| {
+            let path = parent.join(name);
+            fs::create_dir(&path).unwrap();
+            if let Some(content) = marker {
+                fs::write(path.join(MARKER), content).unwrap();
+            }
+            path
+        };
+        let stale = folder(format!(".lab.practice-{dead}-a1"), Some(&dead.to_string()));
+        let unmarked = folder(format!(".lab.practice-{dead}-a2"), None);
+        let garbled = folder(format!(".lab.practice-{dead}-a3"), Some("not a pid"));
+        let linked = folder(format!(".lab.practice-{dead}-a4"), None);
+        fs::write(parent.join("pid"), dead.to_string()).unwrap();
+        std::os::unix::fs::symlink(parent.join("pid"), linked.join(MARKER)).unwrap();
+
+        remove_stale_staging(Parent {
+            folder: parent,
+            name: OsStr::new("lab"),
+        });
+        assert!(!stale.exists());
+        for kept in [unmarked, garbled, linked] {
+            assert!(kept.exists(), "{}", kept.display());
         }
     }
 

@@ -1,15 +1,17 @@
 //! Running a chapter's focused command in a folder and capturing its output.
 //!
 //! Every child runs in a process group of its own, and the whole group is
-//! killed when the run ends: on a timeout, on SIGINT/SIGTERM, and after a
-//! normal exit (a test's leftover background process included). So a
-//! `loop {}` in a learner's test never survives its run, and a grandchild
-//! holding the output pipes open cannot hang xtask.
+//! killed when the run ends: on a timeout, on SIGINT, SIGTERM, SIGHUP or
+//! SIGQUIT, and after a normal exit (a test's leftover background process
+//! included). So a `loop {}` in a learner's test never survives its run, and
+//! a grandchild holding the output pipes open cannot hang xtask.
+//! [`run_live`] runs a command the same way with its output shown live.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -24,9 +26,10 @@ use crate::signals;
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
-    /// stderr (cargo's compiler messages) followed by stdout (the test report).
+    /// stderr (cargo's compiler messages) followed by stdout (the test report),
+    /// each bounded (see [`Invocation::run`]).
     pub output: String,
-    /// stdout alone, for commands that print data.
+    /// stdout alone, for commands that print data; bounded too.
     pub stdout: String,
     pub timed_out: bool,
 }
@@ -47,9 +50,15 @@ pub struct Invocation<'a> {
 
 /// How often the wait loop looks at the child, the clock and the signals.
 const POLL: Duration = Duration::from_millis(20);
-/// How long to wait for the output pipes to close once the group is killed
-/// (a process that left the group may still hold them).
-const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// How long to wait, in all, for the output pipes to close once the group
+/// is killed. Only a process that left the group (`setsid`) can still hold
+/// them then, and nothing can end it; what it writes later is not waited for.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How much of each output stream is kept at its start, and again at its end.
+const KEEP: usize = 4 << 20;
+/// How long a group [`run_live`] passed a signal on to may take to end on
+/// its own before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How the wait ended.
 enum Ended {
@@ -69,9 +78,10 @@ impl Invocation<'_> {
             .join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout). SIGINT or SIGTERM
-    /// meanwhile stops the whole process group and returns
-    /// [`Error::interrupted`].
+    /// Runs the command to completion (or to its timeout). A signal (SIGINT,
+    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and
+    /// returns [`Error::interrupted`]. Each output stream keeps its first and
+    /// last [`KEEP`] bytes, with a line saying how many were left out between.
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
         signals::check()?;
@@ -128,9 +138,10 @@ impl Invocation<'_> {
         let ended = wait(&child, self.timeout);
         // The leader is not reaped yet, so its group id still names our group.
         group.end();
+        let drained_by = Instant::now() + DRAIN_GRACE;
         let status = child.wait();
-        let stdout = stdout.finish();
-        let mut output = stderr.finish();
+        let stdout = stdout.finish(drained_by);
+        let mut output = stderr.finish(drained_by);
         let status = status.map_err(|error| {
             Error::bad_input(format!("cannot wait for `{}`: {error}", self.display()))
         })?;
@@ -155,9 +166,51 @@ impl Invocation<'_> {
     }
 }
 
+/// Runs `command` to its end with stdin empty and stdout and stderr
+/// inherited, so its output shows as it comes (cargo building, then what it
+/// runs), with no time limit and in a process group of its own, like
+/// [`Invocation::run`]. A signal meanwhile is passed on to the group, which
+/// gets [`STOP_GRACE`] to end on its own (an xtask in it cleans up), before
+/// the group is killed and [`Error::interrupted`] returned. `what` names the
+/// command in messages.
+pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
+    let _section = signals::defer();
+    signals::check()?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|error| Error::bad_input(format!("cannot run {what}: {error}")))?;
+    let mut group = Group(Some(child.id()));
+    let ended = wait(&child, Duration::MAX);
+    if let Ok(Ended::Interrupted(signal)) = ended {
+        // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
+        group.signal(if signal == libc::SIGQUIT {
+            libc::SIGTERM
+        } else {
+            signal
+        });
+        // Until the leader exits, whatever signal arrives; the rest of the
+        // group is killed below either way.
+        let _ = poll(&child, STOP_GRACE, false);
+    }
+    // The leader is not reaped yet, so its group id still names our group.
+    group.end();
+    let status = child.wait();
+    if let Ended::Interrupted(signal) = ended? {
+        return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
+    }
+    status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))
+}
+
 /// Waits until the child exits (without reaping it), the timeout passes or
 /// a signal arrives.
 fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
+    poll(child, timeout, true)
+}
+
+/// [`wait`], heeding signals or not.
+fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
     // Short runs end soon after they exit: the pause doubles from 100 µs up
     // to POLL, so a quick command is not rounded up to a whole POLL.
@@ -169,7 +222,7 @@ fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
         if exited {
             return Ok(Ended::Exited);
         }
-        if let Some(signal) = signals::received() {
+        if let Some(signal) = signals::received().filter(|_| heed_signals) {
             return Ok(Ended::Interrupted(signal));
         }
         if started.elapsed() >= timeout {
@@ -203,6 +256,15 @@ fn has_exited(pid: u32) -> io::Result<bool> {
 struct Group(Option<u32>);
 
 impl Group {
+    /// Sends `signal` to the group, leaving it to end on its own.
+    fn signal(&self, signal: i32) {
+        if let Some(leader) = self.0 {
+            // SAFETY: kill(2) on our own child's process group, whose leader
+            // is not reaped yet; ESRCH (already gone) is fine.
+            unsafe { libc::kill(-(leader as libc::pid_t), signal) };
+        }
+    }
+
     fn end(&mut self) {
         if let Some(leader) = self.0.take() {
             // SAFETY: kill(2) on our own child's process group, whose leader
@@ -218,27 +280,28 @@ impl Drop for Group {
     }
 }
 
-/// Reads a pipe to its end on a thread of its own.
+/// Reads a pipe to its end on a thread of its own, keeping a bounded part
+/// of what it reads ([`Kept`]), so endless output costs no more memory.
 struct Drain {
-    bytes: Arc<Mutex<Vec<u8>>>,
+    kept: Arc<Mutex<Kept>>,
     done: mpsc::Receiver<()>,
 }
 
 impl Drain {
     fn start(pipe: Option<impl Read + Send + 'static>) -> Self {
-        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::new(Mutex::new(Kept::default()));
         let (sender, done) = mpsc::channel();
-        let sink = Arc::clone(&bytes);
+        let sink = Arc::clone(&kept);
         thread::spawn(move || {
             if let Some(mut pipe) = pipe {
-                let mut chunk = [0u8; 8192];
+                let mut chunk = vec![0u8; 64 * 1024];
                 loop {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
                         Ok(n) => sink
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .extend_from_slice(&chunk[..n]),
+                            .push(&chunk[..n]),
                         Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -246,17 +309,80 @@ impl Drain {
             }
             let _ = sender.send(());
         });
-        Drain { bytes, done }
+        Drain { kept, done }
     }
 
-    /// What was read, once the pipe closed or [`DRAIN_GRACE`] passed.
-    fn finish(self) -> String {
-        let _ = self.done.recv_timeout(DRAIN_GRACE);
-        let bytes = self
-            .bytes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
+    /// What was kept, once the pipe closed or at `deadline`.
+    fn finish(self, deadline: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let kept = std::mem::take(
+            &mut *self
+                .kept
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        kept.into_text()
+    }
+}
+
+/// The first and the last [`KEEP`] bytes of a stream, and how many bytes
+/// between them were left out.
+#[derive(Default)]
+struct Kept {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    /// A u64: an endless stream outgrows a 32-bit usize.
+    left_out: u64,
+}
+
+impl Kept {
+    fn push(&mut self, bytes: &[u8]) {
+        let (head, rest) = bytes.split_at(bytes.len().min(KEEP - self.head.len()));
+        self.head.extend_from_slice(head);
+        let rest = match rest.len().checked_sub(KEEP) {
+            Some(over) => {
+                self.left_out += (self.tail.len() + over) as u64;
+                self.tail.clear();
+                &rest[over..]
+            }
+            None => rest,
+        };
+        self.tail.extend(rest);
+        let over = self.tail.len().saturating_sub(KEEP);
+        self.tail.drain(..over);
+        self.left_out += over as u64;
+    }
+
+    /// The text kept. When some was left out, the gap falls between whole
+    /// lines (a line longer than [`KEEP`] is cut) and a line of its own says
+    /// how many bytes it left out, so a parser reads lines as they were.
+    fn into_text(mut self) -> String {
+        let tail = self.tail.make_contiguous();
+        if self.left_out == 0 {
+            self.head.extend_from_slice(tail);
+            return String::from_utf8_lossy(&self.head).into_owned();
+        }
+        let head_end = self
+            .head
+            .iter()
+            .rposition(|&byte| byte == b'\n')
+            .map_or(self.head.len(), |newline| newline + 1);
+        let tail_start = tail
+            .iter()
+            .position(|&byte| byte == b'\n')
+            .map_or(0, |newline| newline + 1);
+        let left_out = self.left_out + (self.head.len() - head_end + tail_start) as u64;
+        let mut text = String::from_utf8_lossy(&self.head[..head_end]).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[... {left_out} bytes of output left out here by xtask ...]\n"
+        ));
+        text.push_str(&String::from_utf8_lossy(&tail[tail_start..]));
+        text
     }
 }
 
@@ -303,6 +429,55 @@ mod tests {
         assert!(run.success);
         assert_eq!(run.stdout, "started\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn endless_output_is_kept_to_its_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = sh(
+            "yes 'test adds ... FAILED' | head -c 67108864; echo; echo 'the last line'; \
+             yes 'warning: noise' | head -c 67108864 >&2",
+            dir.path(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert!(run.success);
+        let bound = 2 * KEEP + 200;
+        assert!(
+            run.stdout.len() <= bound,
+            "stdout: {} bytes",
+            run.stdout.len()
+        );
+        assert!(
+            run.output.len() <= 2 * bound,
+            "output: {} bytes",
+            run.output.len()
+        );
+        assert!(run.stdout.starts_with("test adds ... FAILED\n"));
+        assert!(
+            run.stdout.ends_with("\nthe last line\n"),
+            "the tail is kept"
+        );
+        assert!(run.output.starts_with("warning: noise\n"));
+        assert!(run.output.ends_with("\nthe last line\n"));
+        // Whole lines on either side of the gap, which says what it left out.
+        let gap = run
+            .stdout
+            .lines()
+            .find(|line| line.contains("left out"))
+            .expect("a line marks the gap");
+        let left_out: usize = gap
+            .split_whitespace()
+            .find_map(|word| word.parse().ok())
+            .expect("the gap says how many bytes");
+        let kept = run.stdout.len() - gap.len() - 1;
+        assert_eq!(left_out + kept, (64 << 20) + "\nthe last line\n".len());
+        for line in run.stdout.lines().filter(|line| *line != gap) {
+            assert!(
+                "test adds ... FAILED".starts_with(line) || line == "the last line",
+                "{line:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! SIGINT (Ctrl-C) and SIGTERM, handled so that nothing is left behind.
+//! SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
+//! (Ctrl-\), handled so that nothing is left behind.
 //!
 //! Outside a [`Deferred`] section a signal ends the process at once, as it
 //! would by default: there is nothing to clean up. Inside one (a child
@@ -6,8 +7,9 @@
 //! handler only records the signal. The section's code notices it
 //! ([`check`], [`interrupted`]), stops its children, removes what it made and
 //! returns [`Error::interrupted`]; when the last section ends, the process
-//! exits with 128 + the signal (130 for SIGINT, 143 for SIGTERM), the code a
-//! shell reports for a command the signal ended.
+//! exits with 128 + the signal (130 for SIGINT, 143 for SIGTERM, 129 for
+//! SIGHUP, 131 for SIGQUIT), the code a shell reports for a command the
+//! signal ended.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
@@ -21,11 +23,14 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// How many [`Deferred`] sections are open.
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// Installs the handlers for SIGINT and SIGTERM; call once, first thing in
-/// `main`. A signal this process was started with ignored (`nohup`, a
+/// The signals that ask the process to stop.
+const HANDLED: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Installs the handlers for the [`HANDLED`] signals; call once, first thing
+/// in `main`. A signal this process was started with ignored (`nohup`, a
 /// background job) stays ignored.
 pub fn install() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in HANDLED {
         // SAFETY: sigaction with a zeroed struct, an empty mask and a handler
         // that only touches atomics and calls `_exit`, all async-signal-safe.
         unsafe {
@@ -60,7 +65,7 @@ pub fn received() -> Option<i32> {
     }
 }
 
-/// True once SIGINT or SIGTERM arrived.
+/// True once one of the [`HANDLED`] signals arrived.
 #[allow(dead_code)] // for loops that stop on their own terms (verify, check --watch)
 pub fn interrupted() -> bool {
     received().is_some()
@@ -84,7 +89,7 @@ pub fn exit_if_interrupted() {
     }
 }
 
-/// While a value of this type lives, SIGINT and SIGTERM are recorded
+/// While a value of this type lives, the [`HANDLED`] signals are recorded
 /// instead of ending the process, so the code holding it can clean up.
 /// Create it *before* what it protects, so it is dropped after it:
 ///
@@ -123,6 +128,8 @@ mod tests {
     fn exit_codes_are_those_a_shell_reports() {
         assert_eq!(Error::interrupted(libc::SIGINT).exit_code(), 130);
         assert_eq!(Error::interrupted(libc::SIGTERM).exit_code(), 143);
+        assert_eq!(Error::interrupted(libc::SIGHUP).exit_code(), 129);
+        assert_eq!(Error::interrupted(libc::SIGQUIT).exit_code(), 131);
         assert!(
             Error::interrupted(libc::SIGINT)
                 .to_string()

@@ -216,9 +216,16 @@ fn a_timeout_ends_the_whole_process_group() {
     assert_eq!(status.code(), Some(1), "{stderr}");
 }
 
+/// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
+/// (Ctrl-\) all end the run's process group; xtask exits 128 + the signal.
 #[test]
-fn sigint_and_sigterm_during_a_run_leave_no_process_behind() {
-    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+fn a_signal_during_a_run_leaves_no_process_behind() {
+    for (signal, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+        (libc::SIGQUIT, 131),
+    ] {
         let (fixture, lab) = course_running(PROCESS_TREE);
         let mut child = spawn_xtask(fixture.root(), &["check", "03", "lab"], Stdio::null());
         if !wait_until(LONG, || pids(&lab).len() == 2) {
@@ -233,6 +240,185 @@ fn sigint_and_sigterm_during_a_run_leave_no_process_behind() {
         assert_all_ended(&lab);
         no_panic(&stderr);
         assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
+    }
+}
+
+/// A process that leaves the group (`setsid`) cannot be killed with it and
+/// may hold the output pipes open; the run still ends soon after its timeout.
+#[test]
+fn an_escaped_process_holding_the_pipes_does_not_stretch_a_timeout() {
+    let (fixture, lab) = course_running(
+        "setsid sh -c 'echo $$ >> pids; exec sleep 1000' & echo $$ >> pids; while :; do :; done",
+    );
+    let started = std::time::Instant::now();
+    let mut child = spawn_xtask(
+        fixture.root(),
+        &["check", "03", "lab", "--timeout", "1"],
+        Stdio::null(),
+    );
+    let status = wait_at_most(&mut child, LONG);
+    let took = started.elapsed();
+    let stderr = stderr_of(&mut child);
+    // The escaped process is beyond xtask's reach: the test ends it.
+    for pid in pids(&lab) {
+        // SAFETY: plain kill(2) of processes this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    no_panic(&stderr);
+    assert_eq!(status.and_then(|status| status.code()), Some(1), "{stderr}");
+    assert!(
+        took < Duration::from_secs(4),
+        "a 1 s timeout took {took:?}: {stderr}"
+    );
+}
+
+/// A test printing without end cannot make xtask hold all of it: each
+/// output stream keeps its first and last few MiB, and says what it left out.
+#[test]
+fn a_flood_of_output_is_kept_bounded_with_its_last_line() {
+    const MIB: usize = 1 << 20;
+    let (fixture, lab) = course_running(
+        "yes 'warning: unused variable' | head -c 67108864; echo; echo 'the last line of the flood'; exit 1",
+    );
+    let mut child = spawn_xtask(
+        fixture.root(),
+        &["check", "03", "lab", "--verbose"],
+        Stdio::piped(),
+    );
+    let mut pipe = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut pipe, &mut text).unwrap();
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let Some((status, peak)) = common::wait_with_peak_memory(&mut child, LONG) else {
+        fail_and_clean(&lab, "check did not return within 30s");
+    };
+    let stdout = reader.join().unwrap();
+    let stderr = stderr_of(&mut child);
+    no_panic(&stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stdout.len() < 9 * MIB,
+        "the report holds {} bytes of 64 MiB",
+        stdout.len()
+    );
+    assert!(
+        stdout.contains("the last line of the flood"),
+        "the tail is kept"
+    );
+    assert!(
+        stdout.contains("warning: unused variable\n"),
+        "the head is kept"
+    );
+    assert!(
+        stdout.contains("bytes of output left out"),
+        "the gap is marked"
+    );
+    assert!(
+        peak < (100 * MIB) as u64,
+        "xtask peaked at {} MiB for 64 MiB of output",
+        peak / MIB as u64
+    );
+}
+
+/// A stand-in for cargo: prints its arguments on stdout and a line on
+/// stderr. Unless `quick`, it then writes its pid and its child's into
+/// `pids` beside it and waits for that child (`sleep 1000`, as a release
+/// bench would run on); on SIGINT or SIGTERM it writes `cleaned up` beside
+/// it, as the release xtask cleans up, and exits.
+fn fake_cargo(folder: &Path, quick: bool) -> PathBuf {
+    let script = folder.join("fake-cargo");
+    let pids = folder.join("pids");
+    let body = if quick {
+        "echo \"fake cargo: $*\"\necho 'fake cargo on stderr' >&2\n".to_string()
+    } else {
+        format!(
+            "echo \"fake cargo: $*\"\necho 'fake cargo on stderr' >&2\n\
+             trap \"echo done > '{cleaned}'; exit 1\" INT TERM\n\
+             echo $$ >> '{pids}'\nsleep 1000 &\necho $! >> '{pids}'\nwait\n",
+            pids = pids.display(),
+            cleaned = folder.join("cleaned up").display(),
+        )
+    };
+    fs::write(&script, format!("#!/bin/sh\n{body}")).unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// A debug build's `bench` re-runs itself through `cargo run --release`,
+/// whose output shows live.
+#[test]
+fn benchs_release_rerun_shows_cargos_output() {
+    if !cfg!(debug_assertions) {
+        return; // a release xtask benches at once, with no cargo to fake
+    }
+    let fixture = Fixture::course();
+    let cargo = fake_cargo(fixture.dir.path(), true);
+    let mut child = common::spawn_xtask_with_env(
+        fixture.root(),
+        &["bench", "--only", "locate"],
+        &[("CARGO", &cargo)],
+        Stdio::piped(),
+    );
+    let mut pipe = child.stdout.take().unwrap();
+    let status = wait_at_most(&mut child, LONG).expect("it returns");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut pipe, &mut stdout).unwrap();
+    let stderr = stderr_of(&mut child);
+    no_panic(&stderr);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("fake cargo: run --quiet --release --manifest-path xtask/Cargo.toml -- bench --only=locate"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("fake cargo on stderr"), "{stderr}");
+}
+
+/// SIGTERM or SIGINT while `bench` waits for its release build (or the
+/// release bench it runs) is passed on to that build, then its whole process
+/// group is ended. (The fake's `sleep`, started in the background, ignores
+/// SIGINT.)
+#[test]
+fn a_signal_during_benchs_release_rerun_leaves_no_process_behind() {
+    if !cfg!(debug_assertions) {
+        return; // a release xtask benches at once, with no cargo to fake
+    }
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let fixture = Fixture::course();
+        let folder = fixture.dir.path();
+        let cargo = fake_cargo(folder, false);
+        let mut child = common::spawn_xtask_with_env(
+            fixture.root(),
+            &["bench", "--only", "locate"],
+            &[("CARGO", &cargo)],
+            Stdio::null(),
+        );
+        if !wait_until(LONG, || pids(folder).len() == 2) {
+            let _ = child.kill();
+            fail_and_clean(folder, "the fake cargo never started");
+        }
+        send_signal(child.id(), signal);
+        let Some(status) = wait_at_most(&mut child, LONG) else {
+            fail_and_clean(folder, "xtask did not stop after the signal");
+        };
+        // Before reading stderr: a process left running would hold it open.
+        let pids = pids(folder);
+        if !wait_until(Duration::from_secs(5), || {
+            pids.iter().all(|&pid| !is_running(pid))
+        }) {
+            fail_and_clean(
+                folder,
+                &format!("signal {signal}: processes left running: {pids:?}"),
+            );
+        }
+        let stderr = stderr_of(&mut child);
+        no_panic(&stderr);
+        assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
+        assert!(
+            folder.join("cleaned up").exists(),
+            "signal {signal}: the build got the signal first, to clean up"
+        );
     }
 }
 
@@ -523,30 +709,106 @@ fn an_interrupted_practice_leaves_no_staging_folder_and_no_parent_folder() {
     }
 }
 
-#[test]
-fn stale_staging_folders_of_dead_runs_are_removed() {
-    let fixture = Fixture::course();
+/// The pid of a process that has ended.
+fn dead_pid() -> u32 {
     let mut ended = Command::new("true").spawn().unwrap();
     ended.wait().unwrap();
-    let dead = fixture
-        .root()
-        .join(format!(".old.practice-{}-AbC123", ended.id()));
-    fs::create_dir_all(dead.join("course/src")).unwrap();
-    fs::write(dead.join("course/src/lib.rs"), "half written\n").unwrap();
-    let live = fixture
-        .root()
-        .join(format!(".other.practice-{}-XyZ789", std::process::id()));
-    fs::create_dir(&live).unwrap();
-    let unrelated = fixture.root().join(".notes.practice-draft");
+    ended.id()
+}
+
+/// A folder named and marked as a staging folder is: `.xtask-staging`
+/// inside holds `marker_pid`.
+fn staging_like(parent: &Path, name: &str, marker_pid: Option<u32>) -> PathBuf {
+    let folder = parent.join(name);
+    fs::create_dir_all(folder.join("course/src")).unwrap();
+    fs::write(folder.join("course/src/lib.rs"), "half written\n").unwrap();
+    if let Some(pid) = marker_pid {
+        fs::write(folder.join(".xtask-staging"), pid.to_string()).unwrap();
+    }
+    folder
+}
+
+#[test]
+fn stale_staging_folders_of_dead_runs_are_removed() {
+    let fixture = course_with_a_big_parent();
+    let root = fixture.root();
+
+    // A run killed (SIGKILL: no cleanup) while it writes `lab`.
+    let lock = hold_exclude_lock(&fixture);
+    let mut killed = spawn_xtask(root, &["practice", "04", "lab"], Stdio::null());
+    assert!(
+        wait_until(LONG, || staging_folders(root)
+            .iter()
+            .any(|name| root.join(name).join(".xtask-staging").is_file())),
+        "a staging folder appears, with its marker"
+    );
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = root.join(&staging_folders(root)[0]);
+    fs::remove_file(&lock).unwrap();
+
+    let dead = dead_pid();
+    let marked = staging_like(root, &format!(".lab.practice-{dead}-AbC123"), Some(dead));
+    let me = std::process::id();
+    let live = staging_like(root, &format!(".lab.practice-{me}-XyZ789"), Some(me));
+    let other_dir = staging_like(root, &format!(".old.practice-{dead}-AbC123"), Some(dead));
+    let unmarked = staging_like(root, &format!(".lab.practice-{dead}-notes"), None);
+    let other_pid = staging_like(root, &format!(".lab.practice-{dead}-Pq12"), Some(me));
+    let unrelated = root.join(".notes.practice-draft");
     fs::create_dir(&unrelated).unwrap();
 
-    fixture.xtask(&["practice", "03", "lab"]).success();
-    assert!(!dead.exists(), "a dead run's staging folder is removed");
+    let run = fixture.xtask(&["practice", "03", "lab"]);
+    run.success();
+    assert!(!left.exists(), "the killed run's staging folder is removed");
+    assert!(!marked.exists(), "a marked folder of a dead run is removed");
     assert!(live.exists(), "a running process's staging folder stays");
+    assert!(other_dir.exists(), "another DIR's staging folder stays");
+    assert!(unmarked.exists(), "a look-alike without the marker stays");
+    assert!(other_pid.exists(), "a marker naming another pid: it stays");
     assert!(
         unrelated.exists(),
         "a folder that is no staging folder stays"
     );
+    assert!(
+        !root.join("lab/.xtask-staging").exists(),
+        "the marker leaves with the staging folder"
+    );
+    assert!(root.join("lab/LEARNING.md").is_file());
+}
+
+/// A user's own hidden folder that merely looks like a staging folder
+/// (`.rust.practice-2024-notes`) is never removed.
+#[test]
+fn a_users_look_alike_folder_beside_dir_survives() {
+    let fixture = Fixture::course();
+    let home = fixture.dir.path().join("home");
+    let notes = home.join(format!(".rust.practice-{}-notes", dead_pid()));
+    fs::create_dir_all(&notes).unwrap();
+    fs::write(notes.join("todo.md"), "my notes\n").unwrap();
+    let named_like_dir = home.join(format!(".rust.practice-{}-2024", dead_pid()));
+    fs::create_dir_all(&named_like_dir).unwrap();
+
+    fixture
+        .xtask(&["practice", "03", home.join("rust").to_str().unwrap()])
+        .success();
+    assert_eq!(read(&notes.join("todo.md")), "my notes\n");
+    assert!(named_like_dir.is_dir());
+    assert!(home.join("rust/LEARNING.md").is_file());
+}
+
+/// A DIR name near the 255-byte limit still leaves room for its staging
+/// folder's name, in ASCII or in a script of 3-byte characters.
+#[test]
+fn a_long_dir_name_is_practised_into() {
+    let fixture = Fixture::course();
+    for name in ["a".repeat(240), "练".repeat(80), "練".repeat(85)] {
+        assert!(name.len() >= 240 && name.len() <= 255, "{}", name.len());
+        let run = fixture.xtask(&["practice", "03", &name]);
+        no_panic(&run.stderr);
+        run.success();
+        assert!(fixture.root().join(&name).join("LEARNING.md").is_file());
+    }
+    assert!(staging_folders(fixture.root()).is_empty());
 }
 
 #[test]

@@ -134,9 +134,9 @@ fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
             .collect();
         command.arg(format!("--only={}", names.join(",")));
     }
-    let status = command.status().map_err(|error| {
-        Error::bad_input(format!("cannot run cargo for the release build: {error}"))
-    })?;
+    // In a process group of its own, ended with xtask: a signal never leaves
+    // the release build, or the release bench it runs, behind.
+    let status = crate::runner::run_live(&mut command, "cargo for the release build")?;
     if status.success() {
         Ok(())
     } else {

@@ -566,3 +566,53 @@ pub fn staging_folders(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Waits at most `limit` for `child` (as [`wait_at_most`]) and returns its
+/// exit status with the peak resident memory, in bytes, of it and the
+/// children it waited for (`wait4`). Read its piped stdout on another
+/// thread meanwhile; reap it with nothing else.
+pub fn wait_with_peak_memory(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<(std::process::ExitStatus, u64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let started = std::time::Instant::now();
+    let pid = child.id() as libc::pid_t;
+    loop {
+        let mut status = 0;
+        // SAFETY: wait4 on our own child, writing into a zeroed rusage.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let done = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if done == pid {
+            // ru_maxrss is in KiB on Linux.
+            let peak = u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
+            return Some((std::process::ExitStatus::from_raw(status), peak));
+        }
+        assert!(done >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// [`spawn_xtask`] with extra environment variables.
+pub fn spawn_xtask_with_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    stdout: std::process::Stdio,
+) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TERM_COLOR", "never")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
