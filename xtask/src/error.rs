@@ -119,6 +119,8 @@ fn signal_name(signal: i32) -> String {
     match signal {
         libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
         libc::SIGTERM => "SIGTERM".to_string(),
+        libc::SIGHUP => "SIGHUP (the terminal closed)".to_string(),
+        libc::SIGQUIT => "SIGQUIT (Ctrl-\\)".to_string(),
         other => format!("signal {other}"),
     }
 }

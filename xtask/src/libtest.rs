@@ -1,6 +1,8 @@
 //! Reading cargo's and libtest's output: did it compile, which tests passed,
 //! and what was the first deviation.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 /// What one focused run tells about the learner's position.
@@ -93,19 +95,33 @@ pub fn parse(output: &str) -> Report {
         report.errors = compile_errors(&lines);
     }
     let mut failed_names = Vec::new();
-    for line in &lines {
+    let mut seen_failed = HashSet::new();
+    // Where each test's output section starts, found in one pass: a run
+    // that prints a flood of lines stays linear.
+    let mut sections = HashMap::new();
+    for (at, line) in lines.iter().enumerate() {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some(name) = rest.strip_suffix(" ... ok") {
                 report.passed.push(name.to_string());
-            } else if let Some(name) = rest.strip_suffix(" ... FAILED") {
+            } else if let Some(name) = rest.strip_suffix(" ... FAILED")
+                && seen_failed.insert(name)
+            {
                 failed_names.push(name.to_string());
             }
+        } else if let Some(name) = line
+            .strip_prefix("---- ")
+            .and_then(|rest| rest.strip_suffix(" stdout ----"))
+        {
+            sections.entry(name).or_insert(at);
         }
     }
     report.failed = failed_names
         .into_iter()
         .map(|name| {
-            let message = failure_message(&lines, &name);
+            let message = sections
+                .get(name.as_str())
+                .map(|&start| failure_message(&lines[start + 1..]))
+                .unwrap_or_default();
             Failure { name, message }
         })
         .collect();
@@ -172,12 +188,8 @@ fn suggested_code(after: &[&str]) -> Option<String> {
 }
 
 /// The panic message printed in the `---- NAME stdout ----` section.
-fn failure_message(lines: &[&str], name: &str) -> String {
-    let header = format!("---- {name} stdout ----");
-    let Some(start) = lines.iter().position(|line| *line == header) else {
-        return String::new();
-    };
-    let section = lines[start + 1..]
+fn failure_message(after_header: &[&str]) -> String {
+    let section = after_header
         .iter()
         .take_while(|line| !line.starts_with("---- ") && **line != "failures:");
     let mut message = Vec::new();
@@ -238,6 +250,20 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         assert!(!report.failed_test("inner"));
         assert_eq!(report.count("system"), (1, 1));
         assert_eq!(report.count(""), (2, 3));
+    }
+
+    #[test]
+    fn a_flood_of_repeated_failures_counts_each_test_once() {
+        let mut output = "running 1 test\n".to_string();
+        for _ in 0..200_000 {
+            output.push_str("test adds ... FAILED\n");
+        }
+        output.push_str(
+            "\nfailures:\n\n---- adds stdout ----\n\nthread 'adds' panicked at x.rs:1:1:\nboom\n",
+        );
+        let report = parse(&output);
+        assert_eq!(report.failed.len(), 1);
+        assert_eq!(report.failed[0].message, "boom");
     }
 
     #[test]

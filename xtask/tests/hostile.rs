@@ -737,10 +737,11 @@ fn stale_staging_folders_of_dead_runs_are_removed() {
     let lock = hold_exclude_lock(&fixture);
     let mut killed = spawn_xtask(root, &["practice", "04", "lab"], Stdio::null());
     assert!(
-        wait_until(LONG, || staging_folders(root)
-            .iter()
-            .any(|name| root.join(name).join(".xtask-staging").is_file())),
-        "a staging folder appears, with its marker"
+        wait_until(LONG, || staging_folders(root).iter().any(|name| {
+            fs::read_to_string(root.join(name).join(".xtask-staging"))
+                .is_ok_and(|pid| pid.trim().parse::<u32>().is_ok())
+        })),
+        "a staging folder appears, with its marker written"
     );
     killed.kill().unwrap();
     killed.wait().unwrap();
