@@ -159,10 +159,7 @@ impl cli::Check {
             outln!("{}", position.output)?;
         }
         if self.json {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(position).expect("the position serializes")
-            )?;
+            crate::out::json(position)?;
             return Ok(());
         }
         outln!("{}", say::heading(&position.chapter, &position.title))?;

@@ -39,38 +39,31 @@ struct Commands {
     diff: String,
 }
 
-/// Runs the command.
 impl cli::Checkpoint {
     /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self.id, self.json)
+        let (id, json) = (self.id, self.json);
+        let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
+        let checkpoint = locate::locate(&repo.git, id)?;
+        chapter::check_target(repo, &manifest, &checkpoint)?;
+        let files = changed_files(repo, &checkpoint)?;
+        let report = Report {
+            id: manifest.id,
+            title: &manifest.title,
+            mode: manifest.mode,
+            parent: &checkpoint.parent,
+            target: &checkpoint.target,
+            files,
+            focused_test: manifest.focused_test.as_str(),
+            commands: commands(&manifest, &checkpoint),
+        };
+        if json {
+            crate::out::json(&report)?;
+        } else {
+            print_text(&report)?;
+        }
+        Ok(())
     }
-}
-
-fn run(repo: &CourseRepo, id: ChapterId, json: bool) -> Result<()> {
-    let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
-    let checkpoint = locate::locate(&repo.git, id)?;
-    chapter::check_target(repo, &manifest, &checkpoint)?;
-    let files = changed_files(repo, &checkpoint)?;
-    let report = Report {
-        id: manifest.id,
-        title: &manifest.title,
-        mode: manifest.mode,
-        parent: &checkpoint.parent,
-        target: &checkpoint.target,
-        files,
-        focused_test: manifest.focused_test.as_str(),
-        commands: commands(&manifest, &checkpoint),
-    };
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("the report serializes")
-        )?;
-    } else {
-        print_text(&report)?;
-    }
-    Ok(())
 }
 
 fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {

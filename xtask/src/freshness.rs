@@ -17,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{self, Result};
+use crate::watch;
 
 /// What the previous run saw, kept in the lab's own target folder.
 #[derive(Default, Serialize, Deserialize)]
@@ -43,7 +44,12 @@ pub fn refresh(lab: &Path, target: &Path) -> Result<()> {
         started: nanos(now),
         files: BTreeMap::new(),
     };
-    for (path, relative) in sources(lab, target) {
+    let sources = watch::lab_files(lab).filter(|entry| entry.file_type().is_file());
+    for entry in sources {
+        let path = entry.into_path();
+        let Ok(relative) = path.strip_prefix(lab).map(Path::to_path_buf) else {
+            continue;
+        };
         let Ok(content) = fs::read(&path) else {
             continue;
         };
@@ -69,22 +75,6 @@ pub fn refresh(lab: &Path, target: &Path) -> Result<()> {
     }
     let text = serde_json::to_vec(&seen).expect("the record serializes");
     fs::write(&record, text).map_err(error::io(format!("cannot write {}", record.display())))
-}
-
-/// Every regular file below `lab` but the build output and any `.git`, with
-/// its path relative to `lab`. Symlinks are not followed.
-fn sources(lab: &Path, target: &Path) -> Vec<(PathBuf, PathBuf)> {
-    walkdir::WalkDir::new(lab)
-        .min_depth(1)
-        .into_iter()
-        .filter_entry(|entry| entry.path() != target && entry.file_name() != ".git")
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_type().is_file())
-        .filter_map(|entry| {
-            let relative = entry.path().strip_prefix(lab).ok()?.to_path_buf();
-            Some((entry.into_path(), relative))
-        })
-        .collect()
 }
 
 fn hash_of(content: &[u8]) -> u64 {

@@ -18,7 +18,6 @@ use crate::chapter::{self, ChapterFolder};
 use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
-use crate::manifest::ChapterId;
 use crate::out::outln;
 use crate::repo::CourseRepo;
 
@@ -33,41 +32,38 @@ pub struct StepHints {
 impl cli::Hint {
     /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self.id, self.step.as_deref(), self.level)
-    }
-}
-
-fn run(repo: &CourseRepo, id: ChapterId, step: Option<&str>, level: u8) -> Result<()> {
-    let hints = load(&chapter::find(&repo.checkpoints_dir(), id)?)?;
-    let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
-    let chosen = match step {
-        None => hints.first(),
-        Some(step) => hints.iter().find(|hints| hints.step == step),
-    }
-    .ok_or_else(|| {
-        Error::bad_input(format!(
-            "chapter {id} has no step {}: valid steps are {}",
-            step.unwrap_or("?"),
-            known.join(", ")
-        ))
-    })?;
-    let level = usize::from(level);
-    outln!("{}", say::hint_heading(&id.to_string(), &chosen.step))?;
-    for (index, text) in chosen.levels.iter().take(level).enumerate() {
-        outln!("\n{}", say::hint_rung(index + 1))?;
-        for line in text.lines() {
-            outln!("  {line}")?;
+        let (id, step, level) = (self.id, self.step.as_deref(), self.level);
+        let hints = load(&chapter::find(&repo.checkpoints_dir(), id)?)?;
+        let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
+        let chosen = match step {
+            None => hints.first(),
+            Some(step) => hints.iter().find(|hints| hints.step == step),
         }
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "chapter {id} has no step {}: valid steps are {}",
+                step.unwrap_or("?"),
+                known.join(", ")
+            ))
+        })?;
+        let level = usize::from(level);
+        outln!("{}", say::hint_heading(&id.to_string(), &chosen.step))?;
+        for (index, text) in chosen.levels.iter().take(level).enumerate() {
+            outln!("\n{}", say::hint_rung(index + 1))?;
+            for line in text.lines() {
+                outln!("  {line}")?;
+            }
+        }
+        if level < say::HINT_LEVELS.len() {
+            outln!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level))?;
+        } else {
+            outln!("\n{}", say::HINT_LAST)?;
+        }
+        if step.is_none() && known.len() > 1 {
+            outln!("{}", say::hint_steps(&known.join("、")))?;
+        }
+        Ok(())
     }
-    if level < say::HINT_LEVELS.len() {
-        outln!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level))?;
-    } else {
-        outln!("\n{}", say::HINT_LAST)?;
-    }
-    if step.is_none() && known.len() > 1 {
-        outln!("{}", say::hint_steps(&known.join("、")))?;
-    }
-    Ok(())
 }
 
 /// Reads and checks a hints file.

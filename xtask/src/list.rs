@@ -21,66 +21,61 @@ struct Row {
     problem: Option<String>,
 }
 
-/// Runs the command. A chapter that does not locate is reported, not fatal.
 impl cli::List {
     /// Runs the command. A chapter that does not locate is reported, not fatal.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self.json)
-    }
-}
-
-fn run(repo: &CourseRepo, json: bool) -> Result<()> {
-    let rows: Vec<Row> = chapter::all(&repo.checkpoints_dir())?
-        .into_iter()
-        .map(|chapter| {
-            let title = chapter.load().map(|manifest| manifest.title);
-            let located = locate::locate(&repo.git, chapter.id);
-            let problem = match (&title, &located) {
-                (Err(error), _) => Some(error.to_string()),
-                (_, Err(error)) => Some(error.to_string()),
-                _ => None,
-            };
-            let (parent, target) = match located {
-                Ok(checkpoint) => (Some(checkpoint.parent), Some(checkpoint.target)),
-                Err(_) => (None, None),
-            };
-            Row {
-                id: chapter.id.to_string(),
-                title: title.ok(),
-                located: parent.is_some(),
-                parent,
-                target,
-                problem,
-            }
-        })
-        .collect();
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("the rows serialize")
-        )?;
-        return Ok(());
-    }
-    if rows.is_empty() {
-        outln!(
-            "No chapters: {} holds no chapter folder with a checkpoint.json",
-            repo.checkpoints_dir().display()
-        )?;
-    }
-    for row in &rows {
-        let problem = row.problem.as_deref().unwrap_or_default();
-        match (&row.title, &row.parent, &row.target) {
-            (None, _, _) => {
-                outln!("{}  (manifest does not load)", row.id)?;
-                outln!("    {problem}")?;
-            }
-            (Some(title), Some(parent), Some(target)) => {
-                outln!("{}  {title}", row.id)?;
-                outln!("    parent {}  {}", parent.short, parent.subject)?;
-                outln!("    target {}  {}", target.short, target.subject)?;
-            }
-            (Some(title), _, _) => outln!("{}  {title}\n    does not locate: {problem}", row.id)?,
+        let json = self.json;
+        let rows: Vec<Row> = chapter::all(&repo.checkpoints_dir())?
+            .into_iter()
+            .map(|chapter| {
+                let title = chapter.load().map(|manifest| manifest.title);
+                let located = locate::locate(&repo.git, chapter.id);
+                let problem = match (&title, &located) {
+                    (Err(error), _) => Some(error.to_string()),
+                    (_, Err(error)) => Some(error.to_string()),
+                    _ => None,
+                };
+                let (parent, target) = match located {
+                    Ok(checkpoint) => (Some(checkpoint.parent), Some(checkpoint.target)),
+                    Err(_) => (None, None),
+                };
+                Row {
+                    id: chapter.id.to_string(),
+                    title: title.ok(),
+                    located: parent.is_some(),
+                    parent,
+                    target,
+                    problem,
+                }
+            })
+            .collect();
+        if json {
+            crate::out::json(&rows)?;
+            return Ok(());
         }
+        if rows.is_empty() {
+            outln!(
+                "No chapters: {} holds no chapter folder with a checkpoint.json",
+                repo.checkpoints_dir().display()
+            )?;
+        }
+        for row in &rows {
+            let problem = row.problem.as_deref().unwrap_or_default();
+            match (&row.title, &row.parent, &row.target) {
+                (None, _, _) => {
+                    outln!("{}  (manifest does not load)", row.id)?;
+                    outln!("    {problem}")?;
+                }
+                (Some(title), Some(parent), Some(target)) => {
+                    outln!("{}  {title}", row.id)?;
+                    outln!("    parent {}  {}", parent.short, parent.subject)?;
+                    outln!("    target {}  {}", target.short, target.subject)?;
+                }
+                (Some(title), _, _) => {
+                    outln!("{}  {title}\n    does not locate: {problem}", row.id)?
+                }
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }

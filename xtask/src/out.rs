@@ -43,6 +43,12 @@ macro_rules! noteln {
 
 pub(crate) use {noteln, out, outln};
 
+/// Writes `value` to stdout as pretty JSON, the `--json` form of a report.
+pub fn json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("reports serialize");
+    write_line(format_args!("{text}"))
+}
+
 /// Writes `args` to stdout.
 pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
     io::stdout().lock().write_fmt(args).map_err(Error::stdout)

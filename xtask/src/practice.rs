@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::exclude::{self, Excluded};
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{ChapterId, Manifest};
+use crate::manifest::Manifest;
 use crate::out::{self, outln, shell_word};
 use crate::repo::CourseRepo;
 use crate::safe_fs::{self, Refusal};
@@ -26,55 +26,53 @@ use crate::signals;
 use crate::tree::{self, Written};
 use crate::worlds;
 
-/// Runs the command: creates `dir` and prints the next steps.
-impl cli::Practice {
-    /// Runs the command: creates the folder and prints the next steps.
-    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self.id, &self.dir)
-    }
-}
-
 /// What a finished run made, for the next steps.
 struct Made {
     written: Written,
     excluded: Option<Excluded>,
 }
 
-fn run(repo: &CourseRepo, id: ChapterId, dir: &Path) -> Result<()> {
-    let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
-    let manifest = chapter.load()?;
-    let checkpoint = locate::locate(&repo.git, id)?;
-    chapter::check_target(repo, &manifest, &checkpoint)?;
-    let handout = chapter.handout()?;
-    let here = std::env::current_dir()
-        .and_then(|here| here.canonicalize())
-        .map_err(|error| Error::bad_input(format!("cannot read the current directory: {error}")))?;
-    let destination = Destination::resolve(dir, &here)?;
-    destination.check(repo, &here)?;
-    let root = canonical_root(repo);
-    let pattern = match destination.path.strip_prefix(&root) {
-        Ok(relative) => Some(exclude::pattern_for(relative)?),
-        Err(_) => None,
-    };
-    let made = {
-        let _section = signals::defer();
-        create(
-            repo,
+impl cli::Practice {
+    /// Runs the command: creates the folder and prints the next steps.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        let (id, dir) = (self.id, self.dir.as_path());
+        let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
+        let manifest = chapter.load()?;
+        let checkpoint = locate::locate(&repo.git, id)?;
+        chapter::check_target(repo, &manifest, &checkpoint)?;
+        let handout = chapter.handout()?;
+        let here = std::env::current_dir()
+            .and_then(|here| here.canonicalize())
+            .map_err(|error| {
+                Error::bad_input(format!("cannot read the current directory: {error}"))
+            })?;
+        let destination = Destination::resolve(dir, &here)?;
+        destination.check(repo, &here)?;
+        let root = canonical_root(repo);
+        let pattern = match destination.path.strip_prefix(&root) {
+            Ok(relative) => Some(exclude::pattern_for(relative)?),
+            Err(_) => None,
+        };
+        let made = {
+            let _section = signals::defer();
+            create(
+                repo,
+                &manifest,
+                &checkpoint,
+                &handout,
+                &destination,
+                pattern.as_deref(),
+            )?
+        };
+        print_next_steps(
             &manifest,
             &checkpoint,
-            &handout,
-            &destination,
-            pattern.as_deref(),
-        )?
-    };
-    print_next_steps(
-        &manifest,
-        &checkpoint,
-        &destination.path,
-        &root,
-        &here,
-        &made,
-    )
+            &destination.path,
+            &root,
+            &here,
+            &made,
+        )
+    }
 }
 
 fn canonical_root(repo: &CourseRepo) -> PathBuf {
@@ -126,12 +124,6 @@ pub fn build(
 ) -> Result<Written> {
     let git = &repo.git;
     let focused = manifest.focused_test.as_str();
-    if !worlds::is_learner(focused.as_bytes()) {
-        return Err(Error::bad_input(format!(
-            "the focused test {focused} is a tooling path, which never reaches a practice folder: \
-             fix `focusedTest` in the manifest"
-        )));
-    }
     let base = checkpoint.base(manifest.mode);
     let base_tree = repo.tree_of(base.oid)?;
     let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;

@@ -36,7 +36,7 @@ use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::manifest::{ChapterId, Manifest, Mode, RepoPath};
 use crate::out::{noteln, outln};
 use crate::practice;
 use crate::repo::CourseRepo;
@@ -101,10 +101,7 @@ impl cli::Verify {
             chapters: results,
         };
         if self.json {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&summary).expect("the summary serializes")
-            )?;
+            crate::out::json(&summary)?;
         } else {
             print_table(&summary)?;
         }
@@ -364,11 +361,18 @@ impl Verifier<'_> {
         let mut problems = Vec::new();
         for (index, fault) in chapter.manifest.faults.iter().enumerate() {
             let dir = self.target_folder(chapter, &format!("fault-{index}"))?;
-            let path = path_inside(&dir, fault.file.as_str())?;
-            let original = fs::read_to_string(&path).map_err(error::io(format!(
-                "fault {}: cannot read {}",
-                fault.id, fault.file
-            )))?;
+            let file = Path::new(fault.file.as_str());
+            let refused =
+                |refusal: safe_fs::Refusal| fault_refused(&fault.id, &fault.file, refusal);
+            let original = safe_fs::read_inside(&dir, file)
+                .map_err(refused)?
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .ok_or_else(|| {
+                    Error::check_failed(format!(
+                        "fault {}: {} is not in the target",
+                        fault.id, fault.file
+                    ))
+                })?;
             let found = original.matches(fault.find.as_str()).count();
             if found != 1 {
                 problems.push(format!(
@@ -377,8 +381,8 @@ impl Verifier<'_> {
                 ));
                 continue;
             }
-            fs::write(&path, original.replacen(&fault.find, &fault.replace, 1))
-                .map_err(error::io(format!("cannot write {}", path.display())))?;
+            let faulty = original.replacen(&fault.find, &fault.replace, 1);
+            safe_fs::write_inside(&dir, file, faulty.as_bytes(), 0o644).map_err(refused)?;
             progress(
                 chapter.id(),
                 &format!("faults: `{}` in {}", fault.id, fault.file),
@@ -540,22 +544,17 @@ impl Verifier<'_> {
     }
 }
 
-/// `relative` below `root`, refusing a path that passes through a symlink:
-/// a fault is never written anywhere but the private copy.
-fn path_inside(root: &Path, relative: &str) -> Result<PathBuf> {
-    let mut path = root.to_path_buf();
-    for component in relative.split('/') {
-        path.push(component);
-        let meta = fs::symlink_metadata(&path)
-            .map_err(error::io(format!("cannot inspect {}", path.display())))?;
-        if meta.file_type().is_symlink() {
-            return Err(Error::bad_input(format!(
-                "{relative} passes through the symlink {} in the target tree: faults are applied to real files only",
-                path.display()
-            )));
-        }
-    }
-    Ok(path)
+/// A fault's file that is a symlink (or lies behind one) in the target tree:
+/// faults are only ever written into the private copy.
+fn fault_refused(id: &str, file: &RepoPath, refusal: safe_fs::Refusal) -> Error {
+    let why = if refusal.is_symlink() {
+        format!("passes through the symlink `{}`", refusal.at.display())
+    } else {
+        refusal.to_string()
+    };
+    Error::bad_input(format!(
+        "fault `{id}`: {file} {why} in the target tree: faults are applied to real files only"
+    ))
 }
 
 fn command(words: &[&str]) -> Vec<String> {

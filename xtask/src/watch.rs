@@ -33,13 +33,7 @@ impl Watcher {
     }
 
     fn scan(&self) -> BTreeMap<PathBuf, (u64, Option<SystemTime>)> {
-        let root = &self.root;
-        WalkDir::new(root)
-            .min_depth(1)
-            .into_iter()
-            .filter_entry(|entry| !is_ignored(root, entry.path()))
-            .filter_map(Result::ok)
-            .filter(|entry| !entry.file_type().is_dir())
+        lab_files(&self.root)
             .filter_map(|entry| {
                 let meta = entry.metadata().ok()?;
                 Some((entry.into_path(), (meta.len(), meta.modified().ok())))
@@ -74,6 +68,18 @@ impl Watcher {
             }
         }
     }
+}
+
+/// Every entry below `lab` that is not a folder (files and symlinks, not
+/// followed), leaving out the build output in the top-level `target/` and
+/// any `.git`: what a learner edits.
+pub fn lab_files(lab: &Path) -> impl Iterator<Item = walkdir::DirEntry> {
+    WalkDir::new(lab)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(move |entry| !is_ignored(lab, entry.path()))
+        .filter_map(Result::ok)
+        .filter(|entry| !entry.file_type().is_dir())
 }
 
 fn is_ignored(root: &Path, path: &Path) -> bool {

@@ -60,49 +60,42 @@ impl Row {
     }
 }
 
-/// Runs the command. A debug build re-runs itself in release first.
 impl cli::Bench {
     /// Runs the command. A debug build re-runs itself in release first.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        run(repo, self)
-    }
-}
-
-fn run(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
-    if cfg!(debug_assertions) {
-        return rerun_in_release(repo, options);
-    }
-    let quick = options.quick;
-    let repeats = if quick { 3 } else { 5 };
-    let mut rows = Vec::new();
-    for workload in Workload::value_variants() {
-        if !options.only.is_empty() && !options.only.contains(workload) {
-            continue;
+        let options = self;
+        if cfg!(debug_assertions) {
+            return rerun_in_release(repo, options);
         }
-        let name = workload.name();
-        let result = match workload {
-            Workload::Practice => git_ops::practice(quick, repeats),
-            Workload::Locate => git_ops::locate(quick, repeats),
-            Workload::Stream | Workload::Partial | Workload::Replay | Workload::Json => {
-                course_rows::run(repo, &name, quick)
+        let quick = options.quick;
+        let repeats = if quick { 3 } else { 5 };
+        let mut rows = Vec::new();
+        for workload in Workload::value_variants() {
+            if !options.only.is_empty() && !options.only.contains(workload) {
+                continue;
             }
-            Workload::Learner => learner::learner_loop(repo, if quick { 1 } else { 3 }),
-        };
-        match result {
-            Ok(new) => rows.extend(new),
-            Err(error) => noteln!("bench: {name} skipped: {error}"),
+            let name = workload.name();
+            let result = match workload {
+                Workload::Practice => git_ops::practice(quick, repeats),
+                Workload::Locate => git_ops::locate(quick, repeats),
+                Workload::Stream | Workload::Partial | Workload::Replay | Workload::Json => {
+                    course_rows::run(repo, &name, quick)
+                }
+                Workload::Learner => learner::learner_loop(repo, if quick { 1 } else { 3 }),
+            };
+            match result {
+                Ok(new) => rows.extend(new),
+                Err(error) => noteln!("bench: {name} skipped: {error}"),
+            }
         }
-    }
 
-    if options.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&rows).expect("the rows serialize")
-        )?;
-    } else {
-        print_table(&rows)?;
+        if options.json {
+            crate::out::json(&rows)?;
+        } else {
+            print_table(&rows)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
