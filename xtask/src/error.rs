@@ -16,6 +16,9 @@ enum Kind {
     CheckFailed,
     /// Exit 2: the input (arguments, repository, manifest) can't be used.
     BadInput,
+    /// Exit 3: the machine failed the command (disk full, permission denied,
+    /// out of file handles), not the input.
+    Environment,
     /// Exit 128 + the signal: SIGINT or SIGTERM arrived; the command stopped
     /// what it ran and cleaned up on its way out.
     Interrupted(i32),
@@ -31,6 +34,14 @@ impl Error {
     pub fn bad_input(message: impl Into<String>) -> Self {
         Error {
             kind: Kind::BadInput,
+            message: message.into(),
+        }
+    }
+
+    /// The environment failed (disk, permissions): exit code 3.
+    pub fn environment(message: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Environment,
             message: message.into(),
         }
     }
@@ -72,6 +83,7 @@ impl Error {
         match self.kind {
             Kind::CheckFailed => 1,
             Kind::BadInput => 2,
+            Kind::Environment => 3,
             Kind::Interrupted(signal) => signal_exit_code(signal),
             Kind::StdoutClosed => 0,
         }
@@ -104,9 +116,31 @@ pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
     move |error| Error::bad_input(format!("{what}: {}", error.message()))
 }
 
-/// I/O errors, naming the path involved.
+/// I/O errors, naming the path involved. A full disk, a denied permission or
+/// a read-only file system is the environment's failure (exit 3); anything
+/// else is taken as bad input (exit 2: a path that is not what it should be).
 pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
-    move |error| Error::bad_input(format!("{what}: {error}"))
+    move |error| {
+        let message = format!("{what}: {error}");
+        if is_environment(&error) {
+            Error::environment(message)
+        } else {
+            Error::bad_input(message)
+        }
+    }
+}
+
+/// True for I/O failures that come from the machine, not from the input.
+pub fn is_environment(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::StorageFull
+            | ErrorKind::PermissionDenied
+            | ErrorKind::ReadOnlyFilesystem
+            | ErrorKind::QuotaExceeded
+            | ErrorKind::OutOfMemory
+    ) || matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// The exit code for a command ended by `signal`: 128 + the signal.

@@ -96,14 +96,35 @@ pub enum Mode {
 
 /// One step of the chapter: a test-name filter and how many tests it selects.
 /// A step may run several filters (the same id twice, as 3.1 does).
+///
+/// A step may also bring a test file of its own (`testFile`, copied from the
+/// target into the lab beside the focused test) with the command that runs it
+/// (`run`); chapter 03's wire step is one. Without them, the step filters the
+/// focused test's run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
     pub id: String,
-    /// Substring of test names; empty selects every focused test.
+    /// The step's name for the learner (Chinese), shown in `check`'s row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Substring of test names; empty selects every test of the run.
     #[serde(default)]
     pub filter: String,
     pub expected_tests: usize,
+    /// A test file of the step's own, copied from the target into the lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_file: Option<RepoPath>,
+    /// The command that runs the step's tests; required with `testFile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Vec<String>>,
+}
+
+impl Step {
+    /// The command this step runs: its own, or the chapter's `run`.
+    pub fn run<'a>(&'a self, manifest: &'a Manifest) -> &'a [String] {
+        self.run.as_deref().unwrap_or(&manifest.run)
+    }
 }
 
 /// A deliberate bug: `find` → `replace` in `file` must make `failing_test` fail.
@@ -115,9 +136,53 @@ pub struct Fault {
     pub find: String,
     pub replace: String,
     pub failing_test: String,
+    /// The step whose own `run` holds `failing_test` (e.g. the wire step);
+    /// without it, the chapter's `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+impl Fault {
+    /// The command that must fail once this fault is applied.
+    pub fn run<'a>(&self, manifest: &'a Manifest) -> &'a [String] {
+        let step = self.step.as_ref().and_then(|id| {
+            manifest
+                .steps
+                .iter()
+                .find(|step| &step.id == id && step.run.is_some())
+        });
+        step.map_or(&manifest.run, |step| step.run(manifest))
+    }
 }
 
 impl Manifest {
+    /// The test files a lab gets from the target: the focused test, then each
+    /// step's own test file, in the manifest's order.
+    pub fn lab_tests(&self) -> Vec<&RepoPath> {
+        let mut tests = vec![&self.focused_test];
+        for step in &self.steps {
+            if let Some(file) = &step.test_file
+                && !tests.contains(&file)
+            {
+                tests.push(file);
+            }
+        }
+        tests
+    }
+
+    /// The distinct commands a lab runs: the chapter's `run`, then each
+    /// step's own.
+    pub fn runs(&self) -> Vec<&[String]> {
+        let mut runs: Vec<&[String]> = vec![&self.run];
+        for step in &self.steps {
+            let run = step.run(self);
+            if !runs.contains(&run) {
+                runs.push(run);
+            }
+        }
+        runs
+    }
+
     /// What is wrong with the manifest on its own, before any commit is read:
     /// an empty `run`, duplicate ids, a focused test that is a teaching or
     /// tooling file, a fault outside the teaching files.
@@ -133,7 +198,30 @@ impl Manifest {
                 self.focused_test
             ));
         }
-        for path in std::iter::once(&self.focused_test).chain(&self.teaching_files) {
+        for step in &self.steps {
+            if let Some(file) = &step.test_file {
+                if step.run.is_none() {
+                    problems.push(format!(
+                        "step {} has a `testFile` but no `run`: give the command that runs {file}",
+                        step.id
+                    ));
+                }
+                if self.teaching_files.contains(file) {
+                    problems.push(format!(
+                        "step {}'s `testFile` {file} is also a teaching file: practice would copy the answer",
+                        step.id
+                    ));
+                }
+            }
+            if step.run.as_ref().is_some_and(Vec::is_empty) {
+                problems.push(format!("step {}'s `run` is empty", step.id));
+            }
+        }
+        let step_tests = self.steps.iter().filter_map(|step| step.test_file.as_ref());
+        for path in std::iter::once(&self.focused_test)
+            .chain(step_tests)
+            .chain(&self.teaching_files)
+        {
             if worlds::is_tooling(path.as_str().as_bytes()) {
                 problems.push(format!(
                     "{path} is a tooling path ({}): the learner's files live in the learner's world",
@@ -154,6 +242,14 @@ impl Manifest {
         for fault in &self.faults {
             if !faults.insert(&fault.id) {
                 problems.push(format!("fault id `{}` is declared twice", fault.id));
+            }
+            if let Some(step) = &fault.step
+                && !self.steps.iter().any(|known| &known.id == step)
+            {
+                problems.push(format!(
+                    "fault `{}` names step {step}, which the manifest does not declare",
+                    fault.id
+                ));
             }
             if !self.teaching_files.contains(&fault.file) {
                 problems.push(format!(
