@@ -1,5 +1,6 @@
 //! `checkpoints/NN/checkpoint.json`: what a chapter is and how to prove it.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -125,6 +126,31 @@ impl Step {
     pub fn run<'a>(&'a self, manifest: &'a Manifest) -> &'a [String] {
         self.run.as_deref().unwrap_or(&manifest.run)
     }
+
+    /// The step's id as messages show it: quoted when it has spaces at
+    /// either end, is empty, or holds a control character ([`shown`]).
+    pub fn shown_id(&self) -> Cow<'_, str> {
+        shown(&self.id)
+    }
+}
+
+/// Manifest text as messages show it: unchanged when it is plain, else
+/// quoted with its special characters escaped (`"3.1 "`, `"a\u{1b}[2J"`), so
+/// a trailing space is visible and nothing reaches the terminal raw.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    let plain = !text.is_empty() && text.trim() == text && !text.chars().any(is_special);
+    if plain {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{text:?}").replace(|c: char| is_special(c), "?"))
+    }
+}
+
+/// A character that must not reach a terminal raw: a control character
+/// (escape sequences, carriage return) or a bidirectional override, which
+/// reorders what is shown.
+fn is_special(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A deliberate bug: `find` → `replace` in `file` must make `failing_test` fail.
@@ -185,9 +211,10 @@ impl Manifest {
 
     /// What is wrong with the manifest on its own, before any commit is read:
     /// an empty `run`, duplicate ids, a focused test that is a teaching or
-    /// tooling file, a fault outside the teaching files.
+    /// tooling file, a fault outside the teaching files, text shown on the
+    /// terminal with control characters in it.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems = self.special_characters();
         if self.run.is_empty() {
             problems
                 .push("`run` is empty: give the command that runs the focused test".to_string());
@@ -203,18 +230,18 @@ impl Manifest {
                 if step.run.is_none() {
                     problems.push(format!(
                         "step {} has a `testFile` but no `run`: give the command that runs {file}",
-                        step.id
+                        step.shown_id()
                     ));
                 }
                 if self.teaching_files.contains(file) {
                     problems.push(format!(
                         "step {}'s `testFile` {file} is also a teaching file: practice would copy the answer",
-                        step.id
+                        step.shown_id()
                     ));
                 }
             }
             if step.run.as_ref().is_some_and(Vec::is_empty) {
-                problems.push(format!("step {}'s `run` is empty", step.id));
+                problems.push(format!("step {}'s `run` is empty", step.shown_id()));
             }
         }
         let step_tests = self.steps.iter().filter_map(|step| step.test_file.as_ref());
@@ -234,31 +261,69 @@ impl Manifest {
             if !steps.insert((&step.id, &step.filter)) {
                 problems.push(format!(
                     "step {} with filter `{}` is declared twice",
-                    step.id, step.filter
+                    step.shown_id(),
+                    shown(&step.filter)
                 ));
             }
         }
         let mut faults = HashSet::new();
         for fault in &self.faults {
             if !faults.insert(&fault.id) {
-                problems.push(format!("fault id `{}` is declared twice", fault.id));
+                problems.push(format!("fault id `{}` is declared twice", shown(&fault.id)));
             }
             if let Some(step) = &fault.step
                 && !self.steps.iter().any(|known| &known.id == step)
             {
                 problems.push(format!(
-                    "fault `{}` names step {step}, which the manifest does not declare",
-                    fault.id
+                    "fault `{}` names step {}, which the manifest does not declare",
+                    shown(&fault.id),
+                    shown(step)
                 ));
             }
             if !self.teaching_files.contains(&fault.file) {
                 problems.push(format!(
                     "fault `{}` changes {}, which is not a teaching file",
-                    fault.id, fault.file
+                    shown(&fault.id),
+                    fault.file
                 ));
             }
         }
         problems
+    }
+
+    /// Text the tools show on the terminal (the title, ids, filters, test
+    /// names, commands) that holds a control character or a bidirectional
+    /// override: an escape sequence in a manifest could redraw a terminal.
+    fn special_characters(&self) -> Vec<String> {
+        let mut shown_text: Vec<(String, &str)> = vec![("`title`".to_string(), &self.title)];
+        for word in &self.run {
+            shown_text.push(("`run`".to_string(), word));
+        }
+        for step in &self.steps {
+            let at = format!("step {}", step.shown_id());
+            shown_text.push(("a step's `id`".to_string(), &step.id));
+            shown_text.extend(step.title.as_deref().map(|title| (format!("{at}'s `title`"), title)));
+            shown_text.push((format!("{at}'s `filter`"), &step.filter));
+            for word in step.run.iter().flatten() {
+                shown_text.push((format!("{at}'s `run`"), word));
+            }
+        }
+        for fault in &self.faults {
+            let at = format!("fault `{}`", shown(&fault.id));
+            shown_text.push(("a fault's `id`".to_string(), &fault.id));
+            shown_text.push((format!("{at}'s `failingTest`"), &fault.failing_test));
+            shown_text.extend(fault.step.as_deref().map(|step| (format!("{at}'s `step`"), step)));
+        }
+        shown_text
+            .into_iter()
+            .filter(|(_, text)| text.chars().any(is_special))
+            .map(|(what, text)| {
+                format!(
+                    "{what} {} holds a control character: write it as plain text",
+                    shown(text)
+                )
+            })
+            .collect()
     }
 }
 
@@ -407,5 +472,112 @@ mod tests {
         ] {
             assert!(RepoPath::try_from(bad.to_string()).is_err(), "{bad}");
         }
+    }
+
+    fn wire_manifest(patch: impl FnOnce(&mut serde_json::Value)) -> Manifest {
+        let mut json = serde_json::json!({
+            "id": "03", "title": "t", "focusedTest": "course/tests/focused.rs",
+            "teachingFiles": ["course/src/types.rs"], "run": ["cargo", "test", "--test", "focused"],
+            "steps": [
+                {"id": "3.1", "filter": "text", "expectedTests": 1},
+                {"id": "3.3", "title": "线上格式", "filter": "", "expectedTests": 2,
+                 "testFile": "course/tests/wire.rs", "run": ["cargo", "test", "--test", "wire"]},
+                {"id": "3.4", "filter": "event", "expectedTests": 1,
+                 "testFile": "course/tests/wire.rs", "run": ["cargo", "test", "--test", "wire"]}
+            ],
+            "faults": [
+                {"id": "camel", "file": "course/src/types.rs", "find": "a", "replace": "b",
+                 "failingTest": "wire_round_trip", "step": "3.3"},
+                {"id": "text", "file": "course/src/types.rs", "find": "a", "replace": "b",
+                 "failingTest": "text_projection"}
+            ]
+        });
+        patch(&mut json);
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_step_may_bring_its_own_test_file_and_run() {
+        let manifest = wire_manifest(|_| {});
+        assert!(manifest.problems().is_empty(), "{:?}", manifest.problems());
+        let tests: Vec<&str> = manifest.lab_tests().iter().map(|t| t.as_str()).collect();
+        assert_eq!(tests, ["course/tests/focused.rs", "course/tests/wire.rs"]);
+        let wire = ["cargo", "test", "--test", "wire"];
+        assert_eq!(manifest.runs(), [&manifest.run[..], &wire.map(String::from)[..]]);
+        assert_eq!(manifest.steps[0].run(&manifest), &manifest.run[..]);
+        assert_eq!(manifest.steps[1].run(&manifest), wire);
+        assert_eq!(manifest.steps[1].title.as_deref(), Some("线上格式"));
+        assert_eq!(manifest.faults[0].run(&manifest), wire);
+        assert_eq!(manifest.faults[1].run(&manifest), &manifest.run[..]);
+        // A fault naming a step without a run of its own fails the chapter's run.
+        let manifest = wire_manifest(|json| json["faults"][0]["step"] = "3.1".into());
+        assert_eq!(manifest.faults[0].run(&manifest), &manifest.run[..]);
+        // The schema's new keys are checked like the others.
+        let error = serde_json::from_value::<Step>(serde_json::json!(
+            {"id": "1", "expectedTests": 1, "testfile": "a"}
+        ))
+        .unwrap_err();
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `testfile`: did you mean `testFile`?")
+        );
+    }
+
+    #[test]
+    fn step_test_files_and_runs_have_their_own_problems() {
+        let manifest = wire_manifest(|json| {
+            json["steps"][1].as_object_mut().unwrap().remove("run");
+            json["steps"][2]["testFile"] = "course/src/types.rs".into();
+            json["steps"][2]["run"] = serde_json::json!([]);
+            json["steps"][0]["testFile"] = "checkpoints/03/wire.rs".into();
+            json["steps"][0]["run"] = serde_json::json!(["cargo"]);
+            json["faults"][0]["step"] = "9.9".into();
+        });
+        let problems = manifest.problems().join("\n");
+        for needle in [
+            "step 3.3 has a `testFile` but no `run`",
+            "step 3.4's `testFile` course/src/types.rs is also a teaching file",
+            "step 3.4's `run` is empty",
+            "checkpoints/03/wire.rs is a tooling path",
+            "fault `camel` names step 9.9, which the manifest does not declare",
+        ] {
+            assert!(problems.contains(needle), "{needle}: {problems}");
+        }
+        assert_eq!(manifest.problems().len(), 5, "{problems}");
+    }
+
+    #[test]
+    fn terminal_text_with_control_characters_is_a_problem() {
+        let manifest = wire_manifest(|json| {
+            json["title"] = "\u{1b}[2J清屏".into();
+            json["steps"][0]["id"] = "3.1\r".into();
+            json["steps"][1]["title"] = "线上\u{202e}格式".into();
+            json["faults"][1]["failingTest"] = "text\u{7}".into();
+            json["run"][0] = "car\u{1b}go".into();
+        });
+        let problems = manifest.problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        for problem in &problems {
+            assert!(problem.contains("holds a control character"), "{problem}");
+            assert!(!problem.chars().any(is_special), "shown escaped: {problem:?}");
+        }
+        assert!(problems[0].starts_with("`title` \"\\u{1b}[2J清屏\""), "{}", problems[0]);
+        assert!(problems.iter().any(|p| p.contains("a step's `id` \"3.1\\r\"")), "{problems:#?}");
+        // Multi-line `find` and `replace` are never shown: they may hold line breaks.
+        let manifest = wire_manifest(|json| json["faults"][1]["find"] = "a\n\tb".into());
+        assert!(manifest.problems().is_empty());
+    }
+
+    #[test]
+    fn text_is_quoted_when_its_ends_or_characters_would_not_show() {
+        assert_eq!(shown("3.1"), "3.1");
+        assert_eq!(shown("线上 格式"), "线上 格式");
+        assert_eq!(shown("3.1 "), "\"3.1 \"");
+        assert_eq!(shown(" 3.1"), "\" 3.1\"");
+        assert_eq!(shown(""), "\"\"");
+        assert_eq!(shown("a\u{1b}b"), "\"a\\u{1b}b\"");
+        assert!(!shown("a\u{202e}b").contains('\u{202e}'));
+        let manifest = wire_manifest(|json| json["steps"][0]["id"] = "3.1 ".into());
+        assert_eq!(manifest.steps[0].shown_id(), "\"3.1 \"");
     }
 }

@@ -1,0 +1,352 @@
+//! **leak** — a practice folder, written as `practice` writes it, holds the
+//! learner's world of its base commit, the lab tests (the focused test and
+//! each step's own test file, from the target) and the handout; no tooling,
+//! no `.git`, and no answer in any form:
+//!
+//! * no public name the layer adds to the teaching files appears outside
+//!   the lab tests and the guide ([`super::names`] reads the names);
+//! * no file holds a teaching file's target content (compared without
+//!   whitespace), under any name — also a teaching file the layer leaves
+//!   unchanged, whose answer is then already at the parent.
+//!
+//! In `observe` mode the practice folder is the target on purpose: its
+//! teaching files may hold the answer, every other file may not.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid};
+
+use super::Chapter;
+use super::names::{contains_word, public_names};
+use super::work::{Work, progress};
+use crate::chapter;
+use crate::error::{self, Error, Result};
+use crate::manifest::{Mode, RepoPath};
+use crate::repo::CourseRepo;
+use crate::tree;
+use crate::worlds;
+
+/// A practice folder holds nothing it should not.
+pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
+    progress(chapter.id(), "leak: writing a practice folder");
+    let dir = work.lab(chapter, "leak", chapter.manifest.mode)?;
+    let files = practice_files(&dir)?;
+    let mut problems = differences(work.repo, chapter, &dir, &files)?;
+    let names = added_names(work.repo, chapter)?;
+    problems.extend(name_leaks(chapter, &files, &names));
+    problems.extend(answer_copies(work.repo, chapter, &files)?);
+    if problems.is_empty() {
+        Ok(format!(
+            "no tooling, history or answer; none of the layer's {} public name(s)",
+            names.len()
+        ))
+    } else {
+        Err(Error::check_failed(problems.join("; ")))
+    }
+}
+
+/// One file (or symlink) of the practice folder.
+struct PracticeFile {
+    /// The path below the practice folder.
+    relative: PathBuf,
+    /// The blob id and git mode it would have.
+    blob: (Oid, i32),
+    /// A regular file's content (a symlink has none).
+    content: Option<Vec<u8>>,
+}
+
+/// Every file and symlink below `dir`, read once, nothing followed.
+fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).min_depth(1) {
+        let entry = entry.map_err(|error| {
+            Error::check_failed(format!("cannot walk {}: {error}", dir.display()))
+        })?;
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            continue;
+        }
+        let path = entry.path();
+        let relative = path
+            .strip_prefix(dir)
+            .expect("walkdir stays below its root")
+            .to_path_buf();
+        let read = error::io(format!("cannot read {}", path.display()));
+        let (bytes, mode, content) = if kind.is_symlink() {
+            let target = fs::read_link(path).map_err(read)?;
+            (target.as_os_str().as_bytes().to_vec(), tree::MODE_SYMLINK, None)
+        } else if kind.is_file() {
+            let meta = entry.metadata().map_err(|error| {
+                Error::check_failed(format!("cannot inspect {}: {error}", path.display()))
+            })?;
+            let content = fs::read(path).map_err(read)?;
+            (content.clone(), file_mode(meta.permissions().mode()), Some(content))
+        } else {
+            return Err(Error::check_failed(format!(
+                "{} is neither a file, a folder nor a symlink",
+                relative.display()
+            )));
+        };
+        let oid = Oid::hash_object(ObjectType::Blob, &bytes)
+            .map_err(error::git("cannot hash a file"))?;
+        files.push(PracticeFile {
+            relative,
+            blob: (oid, mode),
+            content,
+        });
+    }
+    Ok(files)
+}
+
+/// The git mode of a regular file with permission bits `permissions`: as
+/// git decides it, by the owner's execute bit.
+fn file_mode(permissions: u32) -> i32 {
+    if permissions & 0o100 != 0 {
+        tree::MODE_EXECUTABLE
+    } else {
+        tree::MODE_FILE
+    }
+}
+
+/// Compares a practice folder with the trees it was made from: no tooling,
+/// no `.git`, every file the base tree's, a lab test's or the handout's.
+fn differences(
+    repo: &CourseRepo,
+    chapter: &Chapter,
+    dir: &Path,
+    files: &[PracticeFile],
+) -> Result<Vec<String>> {
+    let manifest = &chapter.manifest;
+    let base = chapter.checkpoint.base(manifest.mode);
+    let mut expected = tree::list_tree(&repo.git, &repo.tree_of(base.oid)?, &worlds::is_tooling)?;
+    let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
+    let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
+    let lab_tests: BTreeMap<PathBuf, Option<&tree::Blob>> = manifest
+        .lab_tests()
+        .into_iter()
+        .map(|test| {
+            let path = PathBuf::from(test.as_str());
+            let blob = target.get(&path);
+            (path, blob)
+        })
+        .collect();
+    let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.handout.guide);
+    let tutor = chapter.handout.tutor.as_deref();
+
+    let mut problems = Vec::new();
+    for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
+        if fs::symlink_metadata(dir.join(forbidden)).is_ok() {
+            problems.push(format!("the practice folder holds `{forbidden}`"));
+        }
+    }
+    for file in files {
+        let relative = &file.relative;
+        let shown = relative.display();
+        let handout = if relative == Path::new(chapter::GUIDE_FILE) {
+            Some((Some(guide.as_str()), "the chapter's guide with its header"))
+        } else if relative == Path::new(chapter::TUTOR_FILE) && tutor.is_some() {
+            Some((tutor, "the course's tutor protocol"))
+        } else {
+            None
+        };
+        if let Some((wanted, what)) = handout {
+            if file.content.as_deref() != wanted.map(str::as_bytes) {
+                problems.push(format!("{shown} is not {what}"));
+            }
+            continue;
+        }
+        let (wanted, from) = match lab_tests.get(relative) {
+            Some(blob) => (*blob, "the target's lab test"),
+            None => (expected.get(relative), "the base tree"),
+        };
+        let Some(wanted) = wanted else {
+            problems.push(format!("{shown} is not in {}'s learner world", base.short));
+            continue;
+        };
+        if file.blob != (wanted.oid, normal_mode(wanted.mode)) {
+            problems.push(format!("{shown} differs from {from}"));
+        }
+    }
+    let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
+    for test in lab_tests.keys().filter(|test| !seen.contains(test)) {
+        problems.push(format!("the lab test {} is missing", test.display()));
+    }
+    expected.retain(|path, _| !seen.contains(path) && !lab_tests.contains_key(path));
+    problems.extend(
+        expected
+            .keys()
+            .map(|path| format!("{} from the base tree is missing", path.display())),
+    );
+    Ok(problems)
+}
+
+/// Git's legacy group-writable mode counts as a plain file.
+fn normal_mode(mode: i32) -> i32 {
+    if mode == tree::MODE_GROUP_WRITABLE {
+        tree::MODE_FILE
+    } else {
+        mode
+    }
+}
+
+/// The files a practice folder may hold the answer in: the lab tests and
+/// the guide, and in `observe` mode the teaching files themselves.
+fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
+    let manifest = &chapter.manifest;
+    let mut allowed: Vec<PathBuf> = manifest
+        .lab_tests()
+        .into_iter()
+        .map(|test| PathBuf::from(test.as_str()))
+        .collect();
+    allowed.push(PathBuf::from(chapter::GUIDE_FILE));
+    if manifest.mode == Mode::Observe {
+        allowed.extend(
+            manifest
+                .teaching_files
+                .iter()
+                .map(|file| PathBuf::from(file.as_str())),
+        );
+    }
+    allowed
+}
+
+/// The public names the layer adds to its teaching files, with the file
+/// that adds each.
+fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, String>> {
+    let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
+    let target = repo.tree_of(chapter.checkpoint.target.oid)?;
+    let names_in = |tree: &git2::Tree<'_>, path: &str| -> Result<BTreeSet<String>> {
+        let source = tree::file_at(&repo.git, tree, path)?.unwrap_or_default();
+        Ok(public_names(&String::from_utf8_lossy(&source))
+            .into_iter()
+            .collect())
+    };
+    let mut before = BTreeSet::new();
+    for teaching in &chapter.manifest.teaching_files {
+        before.extend(names_in(&parent, teaching.as_str())?);
+    }
+    let mut added = BTreeMap::new();
+    for teaching in &chapter.manifest.teaching_files {
+        for name in names_in(&target, teaching.as_str())? {
+            if !before.contains(&name) {
+                added.entry(name).or_insert_with(|| teaching.to_string());
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// Every file of the practice folder but the allowed ones that mentions one
+/// of `names` as a whole word.
+fn name_leaks(
+    chapter: &Chapter,
+    files: &[PracticeFile],
+    names: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let allowed = allowed(chapter);
+    let mut problems = Vec::new();
+    for file in files.iter().filter(|file| !allowed.contains(&file.relative)) {
+        let Some(content) = &file.content else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(content);
+        for (name, teaching) in names {
+            if contains_word(&text, name) {
+                problems.push(format!(
+                    "`{name}` (added to {teaching} by the layer) appears in {}",
+                    file.relative.display()
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Every file of the practice folder (but a teaching file in `observe`
+/// mode) whose content, whitespace aside, is a teaching file's content at
+/// the target.
+fn answer_copies(
+    repo: &CourseRepo,
+    chapter: &Chapter,
+    files: &[PracticeFile],
+) -> Result<Vec<String>> {
+    let manifest = &chapter.manifest;
+    let target = &chapter.checkpoint.target;
+    let tree = repo.tree_of(target.oid)?;
+    let mut answers: HashMap<Vec<u8>, &RepoPath> = HashMap::new();
+    for teaching in &manifest.teaching_files {
+        let content = tree::file_at(&repo.git, &tree, teaching.as_str())?.unwrap_or_default();
+        let squeezed = without_whitespace(&content);
+        if !squeezed.is_empty() {
+            answers.entry(squeezed).or_insert(teaching);
+        }
+    }
+    let observed = |path: &Path| {
+        manifest.mode == Mode::Observe
+            && manifest
+                .teaching_files
+                .iter()
+                .any(|file| Path::new(file.as_str()) == path)
+    };
+    let mut problems = Vec::new();
+    for file in files.iter().filter(|file| !observed(&file.relative)) {
+        let Some(content) = &file.content else {
+            continue;
+        };
+        let Some(teaching) = answers.get(&without_whitespace(content)) else {
+            continue;
+        };
+        let shown = file.relative.display();
+        problems.push(if Path::new(teaching.as_str()) == file.relative {
+            format!(
+                "{shown} is already the answer: the layer leaves this teaching file as it is at \
+                 {}, so the practice folder hands it out (list only files the learner writes \
+                 in `teachingFiles`)",
+                chapter.checkpoint.base(manifest.mode).short
+            )
+        } else {
+            format!(
+                "{shown} holds the answer: the content of {teaching} at the target {}",
+                target.short
+            )
+        });
+    }
+    Ok(problems)
+}
+
+/// `bytes` without ASCII whitespace: a copy re-indented or with other line
+/// endings is still the same answer.
+fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .copied()
+        .filter(|byte| !byte.is_ascii_whitespace())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_does_not_disguise_an_answer() {
+        let answer = b"pub fn add(a: i32) -> i32 {\n    a\n}\n";
+        let disguised = b"pub fn add(a: i32) -> i32 {\r\n\ta\r\n}";
+        assert_eq!(without_whitespace(answer), without_whitespace(disguised));
+        assert_ne!(
+            without_whitespace(answer),
+            without_whitespace(b"pub fn add(a: i32) -> i32 { b }")
+        );
+    }
+
+    #[test]
+    fn the_owners_execute_bit_makes_a_file_executable_as_in_git() {
+        assert_eq!(file_mode(0o644), tree::MODE_FILE);
+        assert_eq!(file_mode(0o744), tree::MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o645), tree::MODE_FILE);
+    }
+}

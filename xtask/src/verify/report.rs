@@ -1,0 +1,156 @@
+//! What a verify run found: one row per chapter, one cell per proof; shown
+//! as a table or as JSON, and the verdict. The exit status is the verdict
+//! even when the output goes nowhere (`verify … | true`): a failed proof is
+//! never turned into success by a closed stdout.
+
+use serde::Serialize;
+
+use super::proof::PROOFS;
+use crate::error::{Error, Result};
+use crate::manifest::ChapterId;
+use crate::out::{self, outln};
+
+/// One cell of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofResult {
+    pub proof: &'static str,
+    pub passed: bool,
+    pub seconds: f64,
+    /// What was proven, or why it failed.
+    pub detail: String,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChapterReport {
+    pub id: ChapterId,
+    pub proofs: Vec<ProofResult>,
+}
+
+/// Every chapter's proofs; this is also the `--json` shape.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub passed: bool,
+    pub chapters: Vec<ChapterReport>,
+}
+
+impl Report {
+    pub(super) fn new(chapters: Vec<ChapterReport>) -> Report {
+        let passed = chapters
+            .iter()
+            .all(|chapter| chapter.proofs.iter().all(|proof| proof.passed));
+        Report { passed, chapters }
+    }
+
+    /// How many proofs failed.
+    pub fn failed(&self) -> usize {
+        self.chapters
+            .iter()
+            .flat_map(|chapter| &chapter.proofs)
+            .filter(|proof| !proof.passed)
+            .count()
+    }
+
+    /// Prints the report (the table, or JSON) and returns the verdict:
+    /// `Err` (exit 1) when a proof failed, whether or not the output could be
+    /// written; else whatever writing it gave.
+    pub fn show(&self, json: bool) -> Result<()> {
+        let printed = if json {
+            out::json(self)
+        } else {
+            self.print_table()
+        };
+        self.verdict(printed)
+    }
+
+    /// The verdict, given what printing the report gave.
+    fn verdict(&self, printed: Result<()>) -> Result<()> {
+        match self.failed() {
+            0 => printed,
+            failed => Err(Error::check_failed(format!(
+                "verify: {failed} proof(s) failed (details above)"
+            ))),
+        }
+    }
+
+    fn print_table(&self) -> Result<()> {
+        outln!()?;
+        let mut header = format!("{:<8}", "chapter");
+        for proof in &PROOFS {
+            header.push_str(&format!("{:<14}", proof.name));
+        }
+        outln!("{}", header.trim_end())?;
+        for chapter in &self.chapters {
+            let mut row = format!("{:<8}", chapter.id.to_string());
+            for proof in &chapter.proofs {
+                let mark = if proof.passed { "pass" } else { "FAIL" };
+                row.push_str(&format!(
+                    "{:<14}",
+                    format!("{mark} {:>5.1}s", proof.seconds)
+                ));
+            }
+            outln!("{}", row.trim_end())?;
+        }
+        for chapter in &self.chapters {
+            for proof in chapter.proofs.iter().filter(|proof| !proof.passed) {
+                let detail = terminal_safe(&proof.detail);
+                outln!("\n{} {}: {detail}", chapter.id, proof.proof)?;
+            }
+        }
+        let verdict = if self.passed {
+            "every checkpoint is honest"
+        } else {
+            "some proofs failed"
+        };
+        outln!("\n{verdict}")
+    }
+}
+
+/// `text` with every control character but the line break escaped, so a
+/// test's output (colour codes, a carriage return) cannot redraw the terminal.
+pub fn terminal_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(passed: bool) -> Report {
+        Report::new(vec![ChapterReport {
+            id: "03".parse().unwrap(),
+            proofs: vec![ProofResult {
+                proof: "red",
+                passed,
+                seconds: 1.0,
+                detail: String::new(),
+            }],
+        }])
+    }
+
+    #[test]
+    fn a_failed_proof_is_the_verdict_even_when_the_output_went_nowhere() {
+        let closed = || Err(Error::stdout(std::io::ErrorKind::BrokenPipe.into()));
+        let verdict = report(false).verdict(closed()).unwrap_err();
+        assert_eq!(verdict.exit_code(), 1, "{verdict}");
+        assert!(report(true).verdict(closed()).is_err_and(|e| e.is_silent()));
+        assert!(report(true).verdict(Ok(())).is_ok());
+        assert!(!report(false).passed);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert_eq!(
+            terminal_safe("a\u{1b}[2Jb\r\nc\td"),
+            "a\\u{1b}[2Jb\\r\nc\\td"
+        );
+    }
+}
