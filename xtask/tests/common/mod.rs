@@ -616,3 +616,73 @@ pub fn spawn_xtask_with_env(
         .spawn()
         .unwrap()
 }
+
+// --- hx-verify ---
+
+/// A course with chapter 01 like [`tiny_course_with`], whose target files
+/// include its own focused test `course/tests/focused.rs` (none is added).
+pub fn tiny_course_own_focused(
+    parent_files: &[(&str, &str)],
+    target_files: &[(&str, &str)],
+    patch: impl FnOnce(&mut serde_json::Value),
+) -> Fixture {
+    let fixture = Fixture::empty();
+    fixture.write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"course\"]\nresolver = \"2\"\n",
+    );
+    fixture.write(
+        "course/Cargo.toml",
+        "[package]\nname = \"course\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    fixture.write(".gitignore", "/target\n");
+    for (path, content) in parent_files {
+        fixture.write(path, content);
+    }
+    fixture.commit("Skeleton");
+    for (path, content) in target_files {
+        fixture.write(path, content);
+    }
+    fixture.commit("course(01): add and double");
+    let mut manifest = serde_json::json!({
+        "id": "01",
+        "title": "加法",
+        "focusedTest": "course/tests/focused.rs",
+        "teachingFiles": ["course/src/lib.rs"],
+        "run": ["cargo", "test", "-p", "course", "--test", "focused"],
+        "expectedTests": 2,
+        "red": ["unresolved import"],
+        "steps": [{"id": "1.1", "filter": "adds", "expectedTests": 1}],
+        "faults": [{"id": "subtracts", "file": "course/src/lib.rs", "find": "a + b", "replace": "a - b", "failingTest": "adds"}]
+    });
+    patch(&mut manifest);
+    fixture.write_manifest("01", &manifest.to_string());
+    fixture
+}
+
+/// The proofs of the first chapter of a `verify --json` run, as (name,
+/// passed, detail).
+pub fn proofs_of(run: &Run) -> Vec<(String, bool, String)> {
+    let summary = run.json();
+    summary["chapters"][0]["proofs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no proofs in {}\n{}", run.stdout, run.stderr))
+        .iter()
+        .map(|proof| {
+            (
+                proof["proof"].as_str().unwrap().to_string(),
+                proof["passed"].as_bool().unwrap(),
+                proof["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The failed proofs of `proofs`, by name, with their details.
+pub fn failed_proofs(proofs: &[(String, bool, String)]) -> Vec<(&str, &str)> {
+    proofs
+        .iter()
+        .filter(|(_, passed, _)| !passed)
+        .map(|(name, _, detail)| (name.as_str(), detail.as_str()))
+        .collect()
+}
