@@ -150,7 +150,8 @@ pub fn shown(text: &str) -> Cow<'_, str> {
 /// (escape sequences, carriage return) or a bidirectional override, which
 /// reorders what is shown.
 fn is_special(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A deliberate bug: `find` → `replace` in `file` must make `failing_test` fail.
@@ -225,6 +226,27 @@ impl Manifest {
                 self.focused_test
             ));
         }
+        problems.extend(self.step_problems());
+        let step_tests = self.steps.iter().filter_map(|step| step.test_file.as_ref());
+        for path in std::iter::once(&self.focused_test)
+            .chain(step_tests)
+            .chain(&self.teaching_files)
+        {
+            if worlds::is_tooling(path.as_str().as_bytes()) {
+                problems.push(format!(
+                    "{path} is a tooling path ({}): the learner's files live in the learner's world",
+                    worlds::TOOLING.join(", ")
+                ));
+            }
+        }
+        problems.extend(self.fault_problems());
+        problems
+    }
+
+    /// A step's test file without a run or that is a teaching file, an
+    /// empty run, the same step and filter twice.
+    fn step_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         for step in &self.steps {
             if let Some(file) = &step.test_file {
                 if step.run.is_none() {
@@ -244,18 +266,6 @@ impl Manifest {
                 problems.push(format!("step {}'s `run` is empty", step.shown_id()));
             }
         }
-        let step_tests = self.steps.iter().filter_map(|step| step.test_file.as_ref());
-        for path in std::iter::once(&self.focused_test)
-            .chain(step_tests)
-            .chain(&self.teaching_files)
-        {
-            if worlds::is_tooling(path.as_str().as_bytes()) {
-                problems.push(format!(
-                    "{path} is a tooling path ({}): the learner's files live in the learner's world",
-                    worlds::TOOLING.join(", ")
-                ));
-            }
-        }
         let mut steps = HashSet::new();
         for step in &self.steps {
             if !steps.insert((&step.id, &step.filter)) {
@@ -266,6 +276,13 @@ impl Manifest {
                 ));
             }
         }
+        problems
+    }
+
+    /// A fault id declared twice, a fault naming a step that does not
+    /// exist, a fault outside the teaching files.
+    fn fault_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         let mut faults = HashSet::new();
         for fault in &self.faults {
             if !faults.insert(&fault.id) {
@@ -302,7 +319,11 @@ impl Manifest {
         for step in &self.steps {
             let at = format!("step {}", step.shown_id());
             shown_text.push(("a step's `id`".to_string(), &step.id));
-            shown_text.extend(step.title.as_deref().map(|title| (format!("{at}'s `title`"), title)));
+            shown_text.extend(
+                step.title
+                    .as_deref()
+                    .map(|title| (format!("{at}'s `title`"), title)),
+            );
             shown_text.push((format!("{at}'s `filter`"), &step.filter));
             for word in step.run.iter().flatten() {
                 shown_text.push((format!("{at}'s `run`"), word));
@@ -312,7 +333,12 @@ impl Manifest {
             let at = format!("fault `{}`", shown(&fault.id));
             shown_text.push(("a fault's `id`".to_string(), &fault.id));
             shown_text.push((format!("{at}'s `failingTest`"), &fault.failing_test));
-            shown_text.extend(fault.step.as_deref().map(|step| (format!("{at}'s `step`"), step)));
+            shown_text.extend(
+                fault
+                    .step
+                    .as_deref()
+                    .map(|step| (format!("{at}'s `step`"), step)),
+            );
         }
         shown_text
             .into_iter()
@@ -503,7 +529,10 @@ mod tests {
         let tests: Vec<&str> = manifest.lab_tests().iter().map(|t| t.as_str()).collect();
         assert_eq!(tests, ["course/tests/focused.rs", "course/tests/wire.rs"]);
         let wire = ["cargo", "test", "--test", "wire"];
-        assert_eq!(manifest.runs(), [&manifest.run[..], &wire.map(String::from)[..]]);
+        assert_eq!(
+            manifest.runs(),
+            [&manifest.run[..], &wire.map(String::from)[..]]
+        );
         assert_eq!(manifest.steps[0].run(&manifest), &manifest.run[..]);
         assert_eq!(manifest.steps[1].run(&manifest), wire);
         assert_eq!(manifest.steps[1].title.as_deref(), Some("线上格式"));
@@ -559,10 +588,22 @@ mod tests {
         assert_eq!(problems.len(), 5, "{problems:#?}");
         for problem in &problems {
             assert!(problem.contains("holds a control character"), "{problem}");
-            assert!(!problem.chars().any(is_special), "shown escaped: {problem:?}");
+            assert!(
+                !problem.chars().any(is_special),
+                "shown escaped: {problem:?}"
+            );
         }
-        assert!(problems[0].starts_with("`title` \"\\u{1b}[2J清屏\""), "{}", problems[0]);
-        assert!(problems.iter().any(|p| p.contains("a step's `id` \"3.1\\r\"")), "{problems:#?}");
+        assert!(
+            problems[0].starts_with("`title` \"\\u{1b}[2J清屏\""),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("a step's `id` \"3.1\\r\"")),
+            "{problems:#?}"
+        );
         // Multi-line `find` and `replace` are never shown: they may hold line breaks.
         let manifest = wire_manifest(|json| json["faults"][1]["find"] = "a\n\tb".into());
         assert!(manifest.problems().is_empty());

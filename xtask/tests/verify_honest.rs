@@ -76,13 +76,18 @@ fn a_run_naming_a_test_that_does_not_exist_fails_red_too() {
     assert_eq!(code, 1);
     let failed = failed_proofs(&proofs);
     let red = failed.iter().find(|(name, _)| *name == "red");
-    let detail = red.unwrap_or_else(|| panic!("red must fail: {proofs:#?}")).1;
+    let detail = red
+        .unwrap_or_else(|| panic!("red must fail: {proofs:#?}"))
+        .1;
     assert!(
         detail.contains("by neither a compile error nor a failing test")
             && detail.contains("no test target named `renamed`"),
         "{detail}"
     );
-    assert!(failed.iter().any(|(name, _)| *name == "green"), "{proofs:#?}");
+    assert!(
+        failed.iter().any(|(name, _)| *name == "green"),
+        "{proofs:#?}"
+    );
 }
 
 /// Runs verify with its stdout closed before it writes anything, as
@@ -108,7 +113,9 @@ fn a_failed_proof_exits_1_even_when_stdout_is_closed() {
 
 #[test]
 fn an_answer_already_in_the_parent_fails_leak_in_any_form() {
-    let stubs = ANSWER.replace("a + b", "todo!()").replace("x * 2", "todo!()");
+    let stubs = ANSWER
+        .replace("a + b", "todo!()")
+        .replace("x * 2", "todo!()");
     let disguised = ANSWER.replace("    ", "\t").replace('\n', "\r\n");
     let fixture = tiny_course_with(
         &[
@@ -186,7 +193,10 @@ fn a_fifo_where_verify_keeps_its_files_is_refused_never_waited_on() {
         mkfifo(&work.join(fifo));
         let (code, stderr) = verify_within_a_minute(&fixture);
         assert_eq!(code, 2, "{fifo}: {stderr}");
-        assert!(stderr.contains("not a regular file") || stderr.contains("is not a folder"), "{fifo}: {stderr}");
+        assert!(
+            stderr.contains("not a regular file") || stderr.contains("is not a folder"),
+            "{fifo}: {stderr}"
+        );
         std::fs::remove_file(work.join(fifo)).unwrap();
     }
     // A FIFO in place of a proof's folder is removed, never opened.
@@ -237,9 +247,5 @@ fn a_verify_killed_by_sigkill_leaves_nothing_that_breaks_the_next_one() {
         !survived,
         "the killed verify's test (pid {orphan}) still runs after the next verify"
     );
-    assert!(
-        second.stderr.contains("left running"),
-        "{}",
-        second.stderr
-    );
+    assert!(second.stderr.contains("left running"), "{}", second.stderr);
 }

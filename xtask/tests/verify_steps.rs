@@ -16,7 +16,10 @@ const WIRE: &str = "use course::double;\n\n#[test]\nfn wire_doubles_two() {\n   
 fn wire_course(wire: &str, patch: impl FnOnce(&mut serde_json::Value)) -> Fixture {
     tiny_course_with(
         &[("course/src/lib.rs", "")],
-        &[("course/src/lib.rs", ANSWER), ("course/tests/wire.rs", wire)],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/wire.rs", wire),
+        ],
         |manifest| {
             manifest["steps"] = json!([
                 {"id": "1.1", "filter": "adds", "expectedTests": 1},
@@ -52,7 +55,10 @@ fn a_step_with_its_own_test_file_is_proven_like_the_focused_test() {
         detail(&proofs, "parent").contains("without the 2 lab test file(s)"),
         "{proofs:#?}"
     );
-    assert!(detail(&proofs, "red").starts_with("2 run(s) fail"), "{proofs:#?}");
+    assert!(
+        detail(&proofs, "red").starts_with("2 run(s) fail"),
+        "{proofs:#?}"
+    );
     assert!(
         detail(&proofs, "green").contains("3 in `cargo test -p course --test wire`"),
         "{proofs:#?}"

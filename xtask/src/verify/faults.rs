@@ -21,10 +21,7 @@ pub(super) fn faults(work: &Work, chapter: &Chapter) -> Result<String> {
         }
     }
     if problems.is_empty() {
-        Ok(format!(
-            "{} fault(s) caught",
-            chapter.manifest.faults.len()
-        ))
+        Ok(format!("{} fault(s) caught", chapter.manifest.faults.len()))
     } else {
         Err(Error::check_failed(problems.join("; ")))
     }

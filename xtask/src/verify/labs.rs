@@ -95,7 +95,12 @@ pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
     let dir = work.target(chapter, "green")?;
     let (report, output) = work.passing(chapter, "green", &dir, &manifest.run, &[])?;
-    let focused = counted(&report, &output, manifest.expected_tests, "the chapter's run")?;
+    let focused = counted(
+        &report,
+        &output,
+        manifest.expected_tests,
+        "the chapter's run",
+    )?;
     let mut shown = vec![format!("{focused} focused")];
     for run in manifest.runs().into_iter().skip(1) {
         let (report, output) = work.passing(chapter, "green", &dir, run, &[])?;
@@ -218,7 +223,10 @@ mod tests {
     fn a_run_counts_only_when_a_test_ran_and_none_was_ignored() {
         let report = libtest::parse(OUTPUT);
         let error = counted(&report, OUTPUT, Some(1), "run").unwrap_err();
-        assert!(error.to_string().contains("ignored `slow`, `later`"), "{error}");
+        assert!(
+            error.to_string().contains("ignored `slow`, `later`"),
+            "{error}"
+        );
 
         let none = "running 0 tests\ntest result: ok. 0 passed; 0 failed\n";
         for expected in [None, Some(0)] {
@@ -228,8 +236,15 @@ mod tests {
 
         let two = "test a ... ok\ntest b ... ok\n";
         assert_eq!(counted(&libtest::parse(two), two, None, "run").unwrap(), 2);
-        assert_eq!(counted(&libtest::parse(two), two, Some(2), "run").unwrap(), 2);
+        assert_eq!(
+            counted(&libtest::parse(two), two, Some(2), "run").unwrap(),
+            2
+        );
         let error = counted(&libtest::parse(two), two, Some(3), "run").unwrap_err();
-        assert!(error.to_string().contains("passed 2 test(s), expected exactly 3"));
+        assert!(
+            error
+                .to_string()
+                .contains("passed 2 test(s), expected exactly 3")
+        );
     }
 }

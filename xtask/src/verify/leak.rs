@@ -78,21 +78,29 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
         let read = error::io(format!("cannot read {}", path.display()));
         let (bytes, mode, content) = if kind.is_symlink() {
             let target = fs::read_link(path).map_err(read)?;
-            (target.as_os_str().as_bytes().to_vec(), tree::MODE_SYMLINK, None)
+            (
+                target.as_os_str().as_bytes().to_vec(),
+                tree::MODE_SYMLINK,
+                None,
+            )
         } else if kind.is_file() {
             let meta = entry.metadata().map_err(|error| {
                 Error::check_failed(format!("cannot inspect {}: {error}", path.display()))
             })?;
             let content = fs::read(path).map_err(read)?;
-            (content.clone(), file_mode(meta.permissions().mode()), Some(content))
+            (
+                content.clone(),
+                file_mode(meta.permissions().mode()),
+                Some(content),
+            )
         } else {
             return Err(Error::check_failed(format!(
                 "{} is neither a file, a folder nor a symlink",
                 relative.display()
             )));
         };
-        let oid = Oid::hash_object(ObjectType::Blob, &bytes)
-            .map_err(error::git("cannot hash a file"))?;
+        let oid =
+            Oid::hash_object(ObjectType::Blob, &bytes).map_err(error::git("cannot hash a file"))?;
         files.push(PracticeFile {
             relative,
             blob: (oid, mode),
@@ -112,6 +120,91 @@ fn file_mode(permissions: u32) -> i32 {
     }
 }
 
+/// What a practice folder's files must be: the base tree's blobs, the
+/// target's lab tests and the handout.
+struct Expected {
+    base: BTreeMap<PathBuf, tree::Blob>,
+    /// Each lab test and its blob at the target.
+    lab_tests: BTreeMap<PathBuf, Option<tree::Blob>>,
+    guide: String,
+    tutor: Option<String>,
+    /// The base commit's short id, for messages.
+    base_short: String,
+}
+
+impl Expected {
+    fn new(repo: &CourseRepo, chapter: &Chapter) -> Result<Expected> {
+        let manifest = &chapter.manifest;
+        let base = chapter.checkpoint.base(manifest.mode);
+        let base_tree = repo.tree_of(base.oid)?;
+        let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
+        let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
+        let lab_tests = manifest
+            .lab_tests()
+            .into_iter()
+            .map(|test| {
+                let path = PathBuf::from(test.as_str());
+                let blob = target.get(&path).copied();
+                (path, blob)
+            })
+            .collect();
+        Ok(Expected {
+            base: tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?,
+            lab_tests,
+            guide: chapter::guide_with_header(
+                manifest,
+                &chapter.checkpoint,
+                &chapter.handout.guide,
+            ),
+            tutor: chapter.handout.tutor.clone(),
+            base_short: base.short.clone(),
+        })
+    }
+
+    /// What is wrong with one file of the practice folder, if anything.
+    fn problem(&self, file: &PracticeFile) -> Option<String> {
+        let relative = &file.relative;
+        let shown = relative.display();
+        let handout = if relative == Path::new(chapter::GUIDE_FILE) {
+            Some((Some(&self.guide), "the chapter's guide with its header"))
+        } else if relative == Path::new(chapter::TUTOR_FILE) && self.tutor.is_some() {
+            Some((self.tutor.as_ref(), "the course's tutor protocol"))
+        } else {
+            None
+        };
+        if let Some((wanted, what)) = handout {
+            let same = file.content.as_deref() == wanted.map(String::as_bytes);
+            return (!same).then(|| format!("{shown} is not {what}"));
+        }
+        let (wanted, from) = match self.lab_tests.get(relative) {
+            Some(blob) => (blob.as_ref(), "the target's lab test"),
+            None => (self.base.get(relative), "the base tree"),
+        };
+        let Some(wanted) = wanted else {
+            return Some(format!(
+                "{shown} is not in {}'s learner world",
+                self.base_short
+            ));
+        };
+        (file.blob != (wanted.oid, normal_mode(wanted.mode)))
+            .then(|| format!("{shown} differs from {from}"))
+    }
+
+    /// The lab tests and base files the practice folder lacks.
+    fn missing(&self, files: &[PracticeFile]) -> Vec<String> {
+        let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
+        let tests = self.lab_tests.keys().filter(|test| !seen.contains(test));
+        let base = self
+            .base
+            .keys()
+            .filter(|path| !seen.contains(path) && !self.lab_tests.contains_key(*path));
+        tests
+            .map(|test| format!("the lab test {} is missing", test.display()))
+            .chain(base.map(|path| format!("{} from the base tree is missing", path.display())))
+            .collect()
+    }
+}
+
 /// Compares a practice folder with the trees it was made from: no tooling,
 /// no `.git`, every file the base tree's, a lab test's or the handout's.
 fn differences(
@@ -120,67 +213,15 @@ fn differences(
     dir: &Path,
     files: &[PracticeFile],
 ) -> Result<Vec<String>> {
-    let manifest = &chapter.manifest;
-    let base = chapter.checkpoint.base(manifest.mode);
-    let mut expected = tree::list_tree(&repo.git, &repo.tree_of(base.oid)?, &worlds::is_tooling)?;
-    let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
-    let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
-    let lab_tests: BTreeMap<PathBuf, Option<&tree::Blob>> = manifest
-        .lab_tests()
-        .into_iter()
-        .map(|test| {
-            let path = PathBuf::from(test.as_str());
-            let blob = target.get(&path);
-            (path, blob)
-        })
-        .collect();
-    let guide = chapter::guide_with_header(manifest, &chapter.checkpoint, &chapter.handout.guide);
-    let tutor = chapter.handout.tutor.as_deref();
-
+    let expected = Expected::new(repo, chapter)?;
     let mut problems = Vec::new();
     for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
         if fs::symlink_metadata(dir.join(forbidden)).is_ok() {
             problems.push(format!("the practice folder holds `{forbidden}`"));
         }
     }
-    for file in files {
-        let relative = &file.relative;
-        let shown = relative.display();
-        let handout = if relative == Path::new(chapter::GUIDE_FILE) {
-            Some((Some(guide.as_str()), "the chapter's guide with its header"))
-        } else if relative == Path::new(chapter::TUTOR_FILE) && tutor.is_some() {
-            Some((tutor, "the course's tutor protocol"))
-        } else {
-            None
-        };
-        if let Some((wanted, what)) = handout {
-            if file.content.as_deref() != wanted.map(str::as_bytes) {
-                problems.push(format!("{shown} is not {what}"));
-            }
-            continue;
-        }
-        let (wanted, from) = match lab_tests.get(relative) {
-            Some(blob) => (*blob, "the target's lab test"),
-            None => (expected.get(relative), "the base tree"),
-        };
-        let Some(wanted) = wanted else {
-            problems.push(format!("{shown} is not in {}'s learner world", base.short));
-            continue;
-        };
-        if file.blob != (wanted.oid, normal_mode(wanted.mode)) {
-            problems.push(format!("{shown} differs from {from}"));
-        }
-    }
-    let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
-    for test in lab_tests.keys().filter(|test| !seen.contains(test)) {
-        problems.push(format!("the lab test {} is missing", test.display()));
-    }
-    expected.retain(|path, _| !seen.contains(path) && !lab_tests.contains_key(path));
-    problems.extend(
-        expected
-            .keys()
-            .map(|path| format!("{} from the base tree is missing", path.display())),
-    );
+    problems.extend(files.iter().filter_map(|file| expected.problem(file)));
+    problems.extend(expected.missing(files));
     Ok(problems)
 }
 
@@ -249,7 +290,10 @@ fn name_leaks(
 ) -> Vec<String> {
     let allowed = allowed(chapter);
     let mut problems = Vec::new();
-    for file in files.iter().filter(|file| !allowed.contains(&file.relative)) {
+    for file in files
+        .iter()
+        .filter(|file| !allowed.contains(&file.relative))
+    {
         let Some(content) = &file.content else {
             continue;
         };

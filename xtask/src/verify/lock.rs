@@ -139,8 +139,11 @@ fn processes_with(wanted: &[u8]) -> Vec<i32> {
         .filter(|&pid| pid != own)
         .filter(|pid| {
             // Another user's environment is not readable: never theirs.
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(|entry| entry == wanted))
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|&byte| byte == 0)
+                    .any(|entry| entry == wanted)
+            })
         })
         .filter_map(|pid| i32::try_from(pid).ok())
         .collect()

@@ -41,7 +41,11 @@ fn public_name(line: &str) -> Option<String> {
             }
             // `const` qualifies a function (`const fn`, `const unsafe fn`);
             // otherwise it is the item kind.
-            "const" if words.peek().is_some_and(|next| next == "fn" || is_qualifier(next)) => {
+            "const"
+                if words
+                    .peek()
+                    .is_some_and(|next| next == "fn" || is_qualifier(next)) =>
+            {
                 word = words.next()?;
             }
             qualifier if is_qualifier(qualifier) => word = words.next()?,
@@ -76,7 +80,9 @@ impl<'a> Iterator for Words<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-        let text = self.0.trim_start_matches(|c: char| !is_ident(c) && c != '"');
+        let text = self
+            .0
+            .trim_start_matches(|c: char| !is_ident(c) && c != '"');
         if text.is_empty() {
             return None;
         }

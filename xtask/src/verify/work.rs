@@ -110,9 +110,13 @@ impl<'a> Work<'a> {
         let target = &chapter.checkpoint.target;
         let tree = self.repo.tree_of(target.oid)?;
         for test in chapter.manifest.lab_tests().into_iter().skip(1) {
-            let content = tree::file_at(&self.repo.git, &tree, test.as_str())?.ok_or_else(|| {
-                Error::bad_input(format!("the step test {test} is not in target {}", target.short))
-            })?;
+            let content =
+                tree::file_at(&self.repo.git, &tree, test.as_str())?.ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "the step test {test} is not in target {}",
+                        target.short
+                    ))
+                })?;
             safe_fs::write_inside(dir, Path::new(test.as_str()), &content, 0o644).map_err(
                 |refusal| {
                     Error::bad_input(format!(
@@ -181,7 +185,12 @@ impl<'a> Work<'a> {
         if run.success {
             return Ok((report, run.output));
         }
-        let shown = program.iter().chain(extra).cloned().collect::<Vec<_>>().join(" ");
+        let shown = program
+            .iter()
+            .chain(extra)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
         Err(Error::check_failed(
             match (report.first_error(), report.failed.first()) {
                 (Some(error), _) => format!(
