@@ -163,3 +163,32 @@ fn manifest_text_with_control_characters_is_bad_input() {
     );
     assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
 }
+
+#[test]
+fn an_observe_chapter_hands_out_its_answer_on_purpose() {
+    let fixture = tiny_course("", ANSWER, |manifest| manifest["mode"] = json!("observe"));
+    let (code, proofs, stderr) = verify(&fixture);
+    assert_eq!(code, 0, "{proofs:#?}\n{stderr}");
+    // Any other file holding the answer still leaks it.
+    let fixture = tiny_course_with(
+        &[("course/src/lib.rs", "")],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/src/copy.txt", ANSWER),
+        ],
+        |manifest| manifest["mode"] = json!("observe"),
+    );
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    assert_eq!(
+        failed_proofs(&proofs)
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>(),
+        ["leak"]
+    );
+    assert!(
+        detail(&proofs, "leak").contains("course/src/copy.txt holds the answer"),
+        "{proofs:#?}"
+    );
+}

@@ -38,8 +38,6 @@ use crate::manifest::{ChapterId, Manifest};
 use crate::repo::CourseRepo;
 use crate::tree;
 
-#[allow(unused_imports)] // the leak scanner's API, for other commands and tests
-pub use names::{contains_word, public_names};
 pub use report::Report;
 
 /// What to verify, and how long one run may take.

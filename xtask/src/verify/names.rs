@@ -65,7 +65,7 @@ fn is_qualifier(word: &str) -> bool {
     QUALIFIERS.contains(&word) || word == "extern"
 }
 
-/// The words of a line: identifiers and string literals; anything else
+/// The words of a line: identifiers (raw ones too) and string literals; anything else
 /// (punctuation, generics) ends a word and is skipped.
 struct Words<'a>(&'a str);
 
@@ -88,6 +88,9 @@ impl<'a> Iterator for Words<'a> {
         }
         let end = if let Some(literal) = text.strip_prefix('"') {
             literal.find('"').map_or(text.len(), |at| at + 2)
+        } else if let Some(raw) = text.strip_prefix("r#") {
+            // A raw identifier, `r#type`, is one word.
+            2 + raw.find(|c: char| !is_ident(c)).unwrap_or(raw.len())
         } else {
             text.find(|c: char| !is_ident(c)).unwrap_or(text.len())
         };
@@ -155,6 +158,7 @@ mod tests {
             ("pub(in crate::types) async fn scoped() {}", "scoped"),
             ("pub fn generic<T: Into<String>>(t: T) {}", "generic"),
             ("pub struct Tuple(pub u8);", "Tuple"),
+            ("pub fn r#type() {}", "r#type"),
         ];
         for (line, name) in cases {
             assert_eq!(public_names(line), [name], "{line}");
