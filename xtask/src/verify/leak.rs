@@ -27,6 +27,7 @@ use crate::chapter;
 use crate::error::{self, Error, Result};
 use crate::manifest::{Mode, RepoPath};
 use crate::repo::CourseRepo;
+use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
@@ -87,7 +88,10 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
             let meta = entry.metadata().map_err(|error| {
                 Error::check_failed(format!("cannot inspect {}: {error}", path.display()))
             })?;
-            let content = fs::read(path).map_err(read)?;
+            // Never through a symlink, never waiting on a FIFO put there meanwhile.
+            let content = safe_fs::read_inside(dir, &relative)
+                .map_err(|refusal| Error::check_failed(format!("cannot read {refusal}")))?
+                .unwrap_or_default();
             (
                 content.clone(),
                 file_mode(meta.permissions().mode()),
