@@ -183,4 +183,30 @@ mod tests {
         drop(lock);
         assert!(take(work.path()).is_ok());
     }
+
+    #[test]
+    fn leftovers_are_the_processes_whose_environment_names_the_cargo_folder() {
+        use std::os::unix::process::ExitStatusExt;
+        use std::process::Command;
+        let work = tempfile::tempdir().unwrap();
+        let target = work.path().join("cargo-target");
+        let sleep = |target: &Path| {
+            Command::new("sleep")
+                .arg("120")
+                .env("CARGO_TARGET_DIR", target)
+                .spawn()
+                .unwrap()
+        };
+        let mut leftover = sleep(&target);
+        let mut other = sleep(&work.path().join("cargo-target-2"));
+        assert_eq!(end_leftovers(&target), 1);
+        assert_eq!(leftover.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "another folder's process runs on"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert_eq!(end_leftovers(&target), 0);
+    }
 }
