@@ -128,15 +128,17 @@ pub fn end_leftovers(cargo_target: &Path) -> usize {
     ended
 }
 
-/// The pids (other than ours) whose environment holds the entry `wanted`.
+/// The pids whose environment holds the entry `wanted`, leaving out this
+/// process and the ones that started it (a `cargo run` of xtask with that
+/// variable set by hand).
 fn processes_with(wanted: &[u8]) -> Vec<i32> {
-    let own = std::process::id();
+    let ours = ancestry();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != own)
+        .filter(|pid| !ours.contains(pid))
         .filter(|pid| {
             // Another user's environment is not readable: never theirs.
             std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
@@ -147,6 +149,26 @@ fn processes_with(wanted: &[u8]) -> Vec<i32> {
         })
         .filter_map(|pid| i32::try_from(pid).ok())
         .collect()
+}
+
+/// This process and its ancestors, by pid.
+fn ancestry() -> Vec<u32> {
+    let mut pids = vec![std::process::id()];
+    while let Some(parent) = parent_of(*pids.last().expect("never empty")) {
+        if parent <= 1 || pids.contains(&parent) {
+            break;
+        }
+        pids.push(parent);
+    }
+    pids
+}
+
+/// The parent of `pid`, from `/proc/PID/stat` (the field after the state,
+/// which follows the command name in parentheses).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    fields.nth(1)?.parse().ok()
 }
 
 /// Sends SIGKILL to `pid`; true when it was sent.
@@ -208,5 +230,22 @@ mod tests {
         other.kill().unwrap();
         other.wait().unwrap();
         assert_eq!(end_leftovers(&target), 0);
+    }
+
+    #[test]
+    fn this_process_and_its_ancestors_are_never_leftovers() {
+        let ours = ancestry();
+        assert_eq!(
+            ours[..2],
+            [std::process::id(), std::os::unix::process::parent_id()]
+        );
+        // Our parent (the test harness) started us with our environment.
+        let environ = std::fs::read("/proc/self/environ").unwrap();
+        let entry = environ.split(|&byte| byte == 0).next().unwrap();
+        let found = processes_with(entry);
+        assert!(
+            ours.iter().all(|pid| !found.contains(&(*pid as i32))),
+            "{found:?}"
+        );
     }
 }
