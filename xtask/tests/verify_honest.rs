@@ -249,3 +249,25 @@ fn a_verify_killed_by_sigkill_leaves_nothing_that_breaks_the_next_one() {
     );
     assert!(second.stderr.contains("left running"), "{}", second.stderr);
 }
+
+#[test]
+fn a_failing_tests_escape_sequences_never_reach_the_terminal_raw() {
+    let passing = "#[test]\nfn earlier_chapter() {}\n";
+    let failing = "#[test]\nfn earlier_chapter() {\n    panic!(\"\\u{1b}[2Jbroken\");\n}\n";
+    let fixture = tiny_course_with(
+        &[
+            ("course/src/lib.rs", ""),
+            ("course/tests/earlier.rs", passing),
+        ],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/earlier.rs", failing),
+        ],
+        |_| {},
+    );
+    let run = fixture.xtask(&["verify", "--timeout", "120"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.contains("\\u{1b}[2Jbroken"), "{}", run.stdout);
+    assert!(run.stderr.contains("\\u{1b}[2Jbroken"), "{}", run.stderr);
+    assert!(!run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'));
+}

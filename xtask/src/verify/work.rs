@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use super::Chapter;
 use super::lock::{self, Lock};
+use super::report::terminal_safe;
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::manifest::{ChapterId, Manifest, Mode};
@@ -218,9 +219,10 @@ fn work_refused(repo: &CourseRepo, refusal: safe_fs::Refusal) -> Error {
     ))
 }
 
-/// One progress line on stderr.
+/// One progress line on stderr, its control characters escaped (a failing
+/// test's message can hold colour codes).
 pub(super) fn progress(id: ChapterId, message: &str) {
-    noteln!("[{id}] {message}");
+    noteln!("[{id}] {}", terminal_safe(message));
 }
 
 /// The last lines of a command's output.
