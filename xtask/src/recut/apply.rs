@@ -18,7 +18,7 @@ use super::Branch;
 use super::changes::{self, Change};
 use super::index::{self, Lock};
 use super::plan::{Cut, compose, find_tree};
-use super::report::AS_THEY_WERE;
+use super::report::{AS_THEY_WERE, unchanged};
 use super::snapshot;
 use super::worktree::{self, Journal, Staging};
 use crate::error::{self, Error, Result};
@@ -56,7 +56,7 @@ pub fn append(
 pub struct Transaction<'a> {
     pub git: &'a Repository,
     pub root: &'a Path,
-    pub branch: &'a Branch,
+    pub branch: Branch,
     pub id: ChapterId,
     /// The learner world the work tree holds (the snapshot's tree).
     pub worktree: Oid,
@@ -66,7 +66,14 @@ pub struct Transaction<'a> {
 impl Transaction<'_> {
     /// Runs the transaction under `lock`. An error says in its message
     /// whether everything is as it was (nearly always) or what is not.
-    pub fn run(&self, mut lock: Lock) -> Result<()> {
+    pub fn run(&self, lock: Lock) -> Result<()> {
+        let (changes, staging, staged_index) = self.prepare().map_err(unchanged)?;
+        self.swap_and_move(lock, &changes, staging, &staged_index)
+    }
+
+    /// Every check and every write of the transaction that shows nothing:
+    /// the changes, the staged files and the staged index.
+    fn prepare(&self) -> Result<(Vec<Change>, Staging, std::path::PathBuf)> {
         let git = self.git;
         let new_tree = git
             .find_commit(self.new_head)
@@ -77,16 +84,27 @@ impl Transaction<'_> {
         let changes = changes::between(&snapshot, &wanted);
         refuse_conversions(git, &changes)?;
         changes::check(self.root, &snapshot, &changes)?;
-        let mut staging = Staging::create(git, self.root)?;
+        let staging = Staging::create(git, self.root)?;
         worktree::stage(git, &staging, &changes)?;
         let staged_index = index::stage(git, staging.dir(), &new_tree, &wanted)?;
         signals::check()?;
+        Ok((changes, staging, staged_index))
+    }
 
+    /// Swaps the work tree, moves the branch (the commit point) and installs
+    /// the index; undoes the swap on a failure before the index is in.
+    fn swap_and_move(
+        &self,
+        mut lock: Lock,
+        changes: &[Change],
+        mut staging: Staging,
+        staged_index: &Path,
+    ) -> Result<()> {
         let mut journal = Journal::default();
         let swapped = worktree::swap(
             self.root,
             &staging,
-            &changes,
+            changes,
             &mut journal,
             &mut signals::check,
         );
@@ -95,7 +113,7 @@ impl Transaction<'_> {
             return Err(undo(journal, &mut staging, error));
         }
         // The branch moved: the re-cut is complete once the index follows.
-        if let Err(error) = lock.install(&staged_index) {
+        if let Err(error) = lock.install(staged_index) {
             if let Err(back) = self.move_branch(self.new_head, self.branch.head) {
                 staging.keep();
                 return Err(Error::environment(format!(
@@ -108,7 +126,7 @@ impl Transaction<'_> {
             }
             return Err(undo(journal, &mut staging, error));
         }
-        worktree::tidy(self.root, &changes);
+        worktree::tidy(self.root, changes);
         Ok(())
     }
 

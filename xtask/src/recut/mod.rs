@@ -114,14 +114,23 @@ impl cli::Recut {
     }
 
     /// Everything up to and including the move of the branch, the index
-    /// and the work tree: an error means they are all as they were.
+    /// and the work tree. An error says where they are: as they were, unless
+    /// it says otherwise.
     fn cut(&self, repo: &CourseRepo) -> Result<Appended> {
+        let lock = index::Lock::take(&repo.git).map_err(report::unchanged)?;
+        let (prepared, appended) = self.prepare(repo).map_err(report::unchanged)?;
+        prepared.run(lock)?;
+        Ok(appended)
+    }
+
+    /// Reads the work tree and writes the new commits as objects: nothing
+    /// outside the object database changes.
+    fn prepare<'r>(&self, repo: &'r CourseRepo) -> Result<(apply::Transaction<'r>, Appended)> {
         let git = &repo.git;
         let branch = preflight::branch(git)?;
         preflight::representable(git)?;
         let (chapters, position) = chapter_position(repo, self.id)?;
         let signature = signature(git)?;
-        let lock = index::Lock::take(git)?;
         let current = preflight::resolved_index(git)?;
         let head = git
             .find_commit(branch.head)
@@ -137,21 +146,25 @@ impl cli::Recut {
         }
         .plan(&chapters, position)?;
         let commits = apply::append(git, &signature, &head, &cuts)?;
-        let new_head = *commits.last().unwrap_or(&branch.head);
-        apply::Transaction {
+        let transaction = apply::Transaction {
             git,
             root: &repo.root,
-            branch: &branch,
+            branch: Branch {
+                name: branch.name.clone(),
+                head: branch.head,
+            },
             id: self.id,
             worktree: snapshot.tree,
-            new_head,
-        }
-        .run(lock)?;
-        Ok(Appended {
-            branch,
-            commits,
-            notes,
-        })
+            new_head: *commits.last().unwrap_or(&branch.head),
+        };
+        Ok((
+            transaction,
+            Appended {
+                branch,
+                commits,
+                notes,
+            },
+        ))
     }
 }
 

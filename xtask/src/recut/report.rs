@@ -141,14 +141,24 @@ pub fn ended(error: Error) -> Error {
     if error.exit_code() <= 128 {
         return error;
     }
-    let message = error.to_string();
-    let error = if message.contains(AS_THEY_WERE) || message.contains(AT_NEW) {
+    let error = if error.to_string().contains(AT_NEW) {
         error
     } else {
-        error.context(format!("recut stopped before changing anything ({AS_THEY_WERE})"))
+        unchanged(error)
     };
     noteln!("error: {error}");
     std::process::exit(i32::from(error.exit_code()))
+}
+
+/// `error`, saying that nothing changed unless it already says so: for
+/// every error before the work tree is touched.
+pub fn unchanged(error: Error) -> Error {
+    let message = error.to_string();
+    if message.contains(AS_THEY_WERE) || message.to_lowercase().contains("nothing was changed") {
+        error
+    } else {
+        error.context(format!("nothing was changed ({AS_THEY_WERE})"))
+    }
 }
 
 /// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
