@@ -564,3 +564,38 @@ fn a_failed_verify_exits_1_even_when_nobody_reads_the_output() {
     assert_eq!(fixture.rev("HEAD~2"), old_head, "the re-cut is in place");
     drop(held);
 }
+
+/// Chapter 01 of `tiny_course`, ready to be re-cut (a doc comment added).
+fn tiny_recut(patch: impl FnOnce(&mut serde_json::Value)) -> Fixture {
+    let fixture = common::tiny_course("", common::ANSWER, patch);
+    fixture.commit("Describe chapter 01");
+    fixture.set_identity();
+    fixture.write(
+        "course/src/lib.rs",
+        &format!("//! Chapter 01: two small functions.\n\n{}", common::ANSWER),
+    );
+    fixture
+}
+
+#[test]
+fn verify_runs_and_decides_the_exit_status_when_stdout_is_closed() {
+    // Passing: nobody reads the table, and that is no failure.
+    let fixture = tiny_recut(|_| {});
+    let old_head = fixture.head();
+    let mut recut = command(&fixture, &["recut", "01"]);
+    recut.stdout(closed_stdout());
+    let passed = run(recut);
+    assert_eq!(passed.code, 0, "{}", passed.stderr);
+    assert!(passed.stderr.contains("[01]"), "verify ran: {}", passed.stderr);
+    assert_eq!(fixture.rev("HEAD~2"), old_head);
+
+    // Failing: a fault the focused test cannot catch (addition commutes).
+    let fixture = tiny_recut(|manifest| {
+        manifest["faults"][0]["replace"] = "b + a".into();
+    });
+    let mut recut = command(&fixture, &["recut", "01"]);
+    recut.stdout(closed_stdout());
+    let failed = run(recut);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(failed.stderr.contains("verify failed"), "{}", failed.stderr);
+}
