@@ -184,3 +184,136 @@ fn undo(journal: Journal, staging: &mut Staging, error: Error) -> Error {
         staging.dir().display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A repository with one commit of `course/lib.rs` and `xtask/main.rs`,
+    /// checked out, and a new commit (not on the branch) that changes the
+    /// learner's file.
+    struct Setup {
+        dir: tempfile::TempDir,
+        git: Repository,
+        old: Oid,
+        new: Oid,
+        worktree: Oid,
+    }
+
+    fn setup() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Repository::init(dir.path()).unwrap();
+        for (path, content) in [("course/lib.rs", "old"), ("xtask/main.rs", "tool")] {
+            let file = dir.path().join(path);
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(file, content).unwrap();
+        }
+        let mut index = git.index().unwrap();
+        index.add_path(Path::new("course/lib.rs")).unwrap();
+        index.add_path(Path::new("xtask/main.rs")).unwrap();
+        index.write().unwrap();
+        let signature = Signature::now("T", "t@example.com").unwrap();
+        let (old, new, worktree) = {
+            let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
+            let old = git
+                .commit(Some("HEAD"), &signature, &signature, "old", &tree, &[])
+                .unwrap();
+            let head = git.find_commit(old).unwrap();
+            let learner = git.blob(b"new").unwrap();
+            let mut course = git.treebuilder(None).unwrap();
+            course.insert("lib.rs", learner, tree::MODE_FILE).unwrap();
+            course.insert("added.rs", learner, tree::MODE_FILE).unwrap();
+            let mut root = git.treebuilder(None).unwrap();
+            root.insert("course", course.write().unwrap(), tree::MODE_TREE)
+                .unwrap();
+            let cut = Cut {
+                message: "course(01): new".into(),
+                learner: root.write().unwrap(),
+            };
+            let commits = append(&git, &signature, &head, &[cut]).unwrap();
+            let snapshot = head.tree().unwrap().get_name("course").unwrap().id();
+            let mut root = git.treebuilder(None).unwrap();
+            root.insert("course", snapshot, tree::MODE_TREE).unwrap();
+            (old, commits[0], root.write().unwrap())
+        };
+        Setup {
+            dir,
+            git,
+            old,
+            new,
+            worktree,
+        }
+    }
+
+    impl Setup {
+        fn transaction(&self) -> Transaction<'_> {
+            let name = self.git.head().unwrap().name().unwrap().to_string();
+            Transaction {
+                git: &self.git,
+                root: self.dir.path(),
+                branch: Branch {
+                    name,
+                    head: self.old,
+                },
+                id: "01".parse().unwrap(),
+                worktree: self.worktree,
+                new_head: self.new,
+            }
+        }
+
+        fn read(&self, path: &str) -> Option<String> {
+            fs::read_to_string(self.dir.path().join(path)).ok()
+        }
+    }
+
+    #[test]
+    fn appended_commits_keep_heads_tooling() {
+        let setup = setup();
+        let commit = setup.git.find_commit(setup.new).unwrap();
+        assert_eq!(commit.parent_id(0).unwrap(), setup.old);
+        let tree = commit.tree().unwrap();
+        assert!(tree.get_path(Path::new("xtask/main.rs")).is_ok());
+        assert!(tree.get_path(Path::new("course/added.rs")).is_ok());
+    }
+
+    #[test]
+    fn the_branch_the_index_and_the_work_tree_move_together() {
+        let setup = setup();
+        let lock = Lock::take(&setup.git).unwrap();
+        setup.transaction().run(lock).unwrap();
+
+        assert_eq!(setup.git.head().unwrap().target(), Some(setup.new));
+        assert_eq!(setup.read("course/lib.rs").as_deref(), Some("new"));
+        assert_eq!(setup.read("course/added.rs").as_deref(), Some("new"));
+        let mut index = setup.git.index().unwrap();
+        index.read(true).unwrap();
+        let entry = index.get_path(Path::new("course/added.rs"), 0).unwrap();
+        assert_eq!(entry.id, setup.git.blob(b"new").unwrap());
+        assert!(!setup.git.path().join("index.lock").exists());
+    }
+
+    #[test]
+    fn a_branch_moved_meanwhile_undoes_the_swap() {
+        let setup = setup();
+        let index_before = fs::read(setup.git.path().join("index")).unwrap();
+        // Someone else moves the branch after recut read it.
+        let name = setup.git.head().unwrap().name().unwrap().to_string();
+        setup
+            .git
+            .reference(&name, setup.new, true, "someone else")
+            .unwrap();
+        let lock = Lock::take(&setup.git).unwrap();
+        let error = setup.transaction().run(lock).unwrap_err().to_string();
+
+        assert!(error.contains("moved while recut ran"), "{error}");
+        assert!(error.contains(AS_THEY_WERE), "{error}");
+        assert_eq!(setup.read("course/lib.rs").as_deref(), Some("old"));
+        assert_eq!(setup.read("course/added.rs"), None);
+        assert_eq!(
+            fs::read(setup.git.path().join("index")).unwrap(),
+            index_before
+        );
+        assert!(!setup.git.path().join("index.lock").exists());
+    }
+}

@@ -323,3 +323,178 @@ pub fn find_tree(git: &Repository, tree: Oid) -> Result<Tree<'_>> {
     git.find_tree(tree)
         .map_err(error::git(format!("cannot read tree {tree}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{self, MODE_FILE, MODE_TREE};
+    use std::fs;
+
+    /// A repository whose work tree and commits are built by the test.
+    struct Course {
+        dir: tempfile::TempDir,
+        git: Repository,
+    }
+
+    impl Course {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let git = Repository::init(dir.path()).unwrap();
+            Course { dir, git }
+        }
+
+        /// Commits `files` (path, content) on HEAD as the whole tree.
+        fn commit(&self, subject: &str, files: &[(&str, &str)]) -> Oid {
+            let mut index = Index::new().unwrap();
+            for (path, content) in files {
+                let entry = git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: MODE_FILE as u32,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: self.git.blob(content.as_bytes()).unwrap(),
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                };
+                index.add(&entry).unwrap();
+            }
+            let tree = self.git.find_tree(index.write_tree_to(&self.git).unwrap()).unwrap();
+            let signature = git2::Signature::now("T", "t@example.com").unwrap();
+            let parent = self.git.head().ok().map(|head| head.peel_to_commit().unwrap());
+            let parents: Vec<&Commit<'_>> = parent.iter().collect();
+            self.git
+                .commit(Some("HEAD"), &signature, &signature, subject, &tree, &parents)
+                .unwrap()
+        }
+
+        fn chapters(&self, ids: &[&str]) -> Vec<ChapterFolder> {
+            for id in ids {
+                let dir = self.dir.path().join("checkpoints").join(id);
+                fs::create_dir_all(&dir).unwrap();
+                let manifest = format!(
+                    r#"{{"id":"{id}","title":"t{id}","focusedTest":"course/f{id}.rs","teachingFiles":["course/lib.rs"],"run":["cargo","test"]}}"#
+                );
+                fs::write(dir.join("checkpoint.json"), manifest).unwrap();
+            }
+            crate::chapter::all(&self.dir.path().join("checkpoints")).unwrap()
+        }
+
+        fn learner(&self, files: &[(&str, &str)]) -> Oid {
+            let commit = self.commit("scratch", files);
+            let tree = self.git.find_commit(commit).unwrap().tree().unwrap();
+            pick(&self.git, &[(&tree, &|entry| worlds::is_learner(entry.name_bytes()))]).unwrap()
+        }
+
+        fn files(&self, tree: Oid) -> Vec<(String, Vec<u8>)> {
+            let tree = self.git.find_tree(tree).unwrap();
+            tree::list_tree(&self.git, &tree, &|_| false)
+                .unwrap()
+                .into_iter()
+                .map(|(path, blob)| {
+                    let content = self.git.find_blob(blob.oid).unwrap().content().to_vec();
+                    (path.to_string_lossy().into_owned(), content)
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_commit_is_the_learner_world_plus_heads_tooling() {
+        let course = Course::new();
+        let head = course.commit(
+            "head",
+            &[("course/lib.rs", "head"), ("xtask/main.rs", "tool"), ("README.md", "r")],
+        );
+        let learner = course.learner(&[("course/lib.rs", "new"), ("Cargo.toml", "w")]);
+        let tooling = course.git.find_commit(head).unwrap().tree().unwrap();
+        let composed = compose(&course.git, learner, &tooling).unwrap();
+        assert_eq!(
+            course.files(composed),
+            [
+                ("Cargo.toml".to_string(), b"w".to_vec()),
+                ("README.md".to_string(), b"r".to_vec()),
+                ("course/lib.rs".to_string(), b"new".to_vec()),
+                ("xtask/main.rs".to_string(), b"tool".to_vec()),
+            ]
+        );
+        let top = course.git.find_tree(composed).unwrap();
+        assert_eq!(top.get_name("course").unwrap().filemode(), MODE_TREE);
+    }
+
+    #[test]
+    fn re_cutting_the_first_chapter_restores_its_start_and_replays_the_next() {
+        let course = Course::new();
+        course.commit("skeleton", &[("Cargo.toml", "w"), ("course/lib.rs", "")]);
+        course.commit(
+            "course(01): one",
+            &[("Cargo.toml", "w"), ("course/lib.rs", "one\n")],
+        );
+        course.commit(
+            "course(02): two",
+            &[("Cargo.toml", "w"), ("course/lib.rs", "one\n"), ("course/two.rs", "2")],
+        );
+        let head = course.git.head().unwrap().peel_to_commit().unwrap();
+        let chapters = course.chapters(&["01", "02"]);
+        let worktree = course.learner(&[("Cargo.toml", "w2"), ("course/lib.rs", "ONE\n")]);
+        let mut notes = Vec::new();
+        let cuts = Planner {
+            git: &course.git,
+            head: &head,
+            worktree,
+            only: false,
+            notes: &mut notes,
+        }
+        .plan(&chapters, 0)
+        .unwrap();
+
+        let subjects: Vec<&str> = cuts
+            .iter()
+            .map(|cut| cut.message.lines().next().unwrap())
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                "Restore chapter 01's starting point, to re-cut it",
+                "course(01): one",
+                "course(02): two"
+            ]
+        );
+        // The start: the old parent's crate with the work tree's top-level files.
+        assert_eq!(
+            course.files(cuts[0].learner),
+            [
+                ("Cargo.toml".to_string(), b"w2".to_vec()),
+                ("course/lib.rs".to_string(), b"".to_vec()),
+            ]
+        );
+        assert_eq!(cuts[1].learner, worktree);
+        assert_eq!(
+            course.files(cuts[2].learner),
+            [
+                ("Cargo.toml".to_string(), b"w2".to_vec()),
+                ("course/lib.rs".to_string(), b"ONE\n".to_vec()),
+                ("course/two.rs".to_string(), b"2".to_vec()),
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+
+        // The same work tree again as chapter 01's start: an empty layer.
+        let mut notes = Vec::new();
+        let error = Planner {
+            git: &course.git,
+            head: &head,
+            worktree: cuts[0].learner,
+            only: true,
+            notes: &mut notes,
+        }
+        .plan(&chapters, 0)
+        .err()
+        .unwrap();
+        assert!(error.to_string().contains("layer would be empty"), "{error}");
+    }
+}
