@@ -57,7 +57,11 @@ pub fn file_mode(permissions: u32) -> i32 {
 
 /// The permission bits a file of git mode `mode` is written with.
 pub fn permissions_for(mode: i32) -> u32 {
-    if mode == MODE_EXECUTABLE { 0o755 } else { 0o644 }
+    if mode == MODE_EXECUTABLE {
+        0o755
+    } else {
+        0o644
+    }
 }
 
 /// `mode` with git's legacy group-writable file mode read as a plain file,

@@ -450,8 +450,14 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
         (0o100644, b"// not yet tracked\n".to_vec())
     );
     assert_eq!(head["course/run.sh"].0, 0o100755);
-    assert_eq!(head["course/group.sh"].0, 0o100644, "group/other x bits only");
-    assert_eq!(head["course/owner.sh"].0, 0o100755, "the owner's x bit alone");
+    assert_eq!(
+        head["course/group.sh"].0, 0o100644,
+        "group/other x bits only"
+    );
+    assert_eq!(
+        head["course/owner.sh"].0, 0o100755,
+        "the owner's x bit alone"
+    );
     assert_eq!(head["course/lib-link"], (0o120000, b"src/lib.rs".to_vec()));
     assert_eq!(head["course/outside"], (0o120000, b"/etc".to_vec()));
     assert!(!head.contains_key("course/debug.log"));

@@ -37,7 +37,11 @@ fn course_with(extra: &[(String, String)]) -> Fixture {
     fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
     fixture.write("course/src/types.rs", "// chapter 03 answer\n");
     fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    commit_with(&fixture, "course(03): save one complete tool round-trip", extra);
+    commit_with(
+        &fixture,
+        "course(03): save one complete tool round-trip",
+        extra,
+    );
     fixture.write_manifest(
         "02",
         &manifest("02", "course/tests/stream.rs", &["course/src/stream.rs"]),
@@ -72,7 +76,7 @@ fn commit_with(fixture: &Fixture, subject: &str, extra: &[(String, String)]) {
             uid: 0,
             gid: 0,
             file_size: 0,
-            id: Oid::zero(),
+            id: Oid::ZERO_SHA1,
             flags: 0,
             flags_extended: 0,
             path: path.as_bytes().to_vec(),
@@ -492,7 +496,11 @@ fn settings_that_change_what_git_commits_are_refused() {
     index.add(&entry).unwrap();
     index.write().unwrap();
     fs::remove_file(fixture.root().join("course/tests/stream.rs")).unwrap();
-    refused(&fixture, &recut, &["skip-worktree", "`course/tests/stream.rs`"]);
+    refused(
+        &fixture,
+        &recut,
+        &["skip-worktree", "`course/tests/stream.rs`"],
+    );
 }
 
 #[test]
@@ -586,7 +594,11 @@ fn verify_runs_and_decides_the_exit_status_when_stdout_is_closed() {
     recut.stdout(closed_stdout());
     let passed = run(recut);
     assert_eq!(passed.code, 0, "{}", passed.stderr);
-    assert!(passed.stderr.contains("[01]"), "verify ran: {}", passed.stderr);
+    assert!(
+        passed.stderr.contains("[01]"),
+        "verify ran: {}",
+        passed.stderr
+    );
     assert_eq!(fixture.rev("HEAD~2"), old_head);
 
     // Failing: a fault the focused test cannot catch (addition commutes).

@@ -144,9 +144,7 @@ impl Transaction<'_> {
             .map(drop)
             .map_err(|error| {
                 if error.code() == ErrorCode::Modified {
-                    Error::bad_input(format!(
-                        "{name} moved while recut ran; run recut again"
-                    ))
+                    Error::bad_input(format!("{name} moved while recut ran; run recut again"))
                 } else {
                     error::git(format!("cannot move {name}"))(error)
                 }
@@ -162,9 +160,8 @@ fn refuse_conversions(git: &Repository, changes: &[Change]) -> Result<()> {
             && new.mode != tree::MODE_SYMLINK
         {
             let path = change.path.as_os_str().as_encoded_bytes();
-            snapshot::refuse_conversion(git, path).map_err(|error| {
-                error.context("the new HEAD would write a file git converts")
-            })?;
+            snapshot::refuse_conversion(git, path)
+                .map_err(|error| error.context("the new HEAD would write a file git converts"))?;
         }
     }
     Ok(())

@@ -89,7 +89,11 @@ pub fn check(root: &Path, snapshot: &Blobs, changes: &[Change]) -> Result<()> {
 /// snapshot that a change removes (the new HEAD has a folder there).
 fn check_folders_on_the_way(root: &Path, snapshot: &Blobs, path: &Path) -> Result<()> {
     let mut above = PathBuf::new();
-    let parents: Vec<_> = path.parent().into_iter().flat_map(Path::components).collect();
+    let parents: Vec<_> = path
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .collect();
     for part in parents {
         above.push(part);
         let meta = match fs::symlink_metadata(root.join(&above)) {
@@ -293,19 +297,29 @@ mod tests {
         let error = check(dir.path(), &snapshot, &[add("course/gen/new.rs", "x")])
             .unwrap_err()
             .to_string();
-        assert!(error.contains("`course/gen` in the work tree is a symlink"), "{error}");
+        assert!(
+            error.contains("`course/gen` in the work tree is a symlink"),
+            "{error}"
+        );
 
         // A symlink the snapshot holds is replaced by the new folder instead.
         let snapshot = blobs(&[
             ("course/src/lib.rs", "lib", tree::MODE_FILE),
-            ("course/gen", &outside.path().to_string_lossy(), tree::MODE_SYMLINK),
+            (
+                "course/gen",
+                &outside.path().to_string_lossy(),
+                tree::MODE_SYMLINK,
+            ),
         ]);
         check(dir.path(), &snapshot, &[add("course/gen/new.rs", "x")]).unwrap();
     }
 
     #[test]
     fn an_ignored_file_in_the_way_is_refused() {
-        let dir = work_tree(&[("course/src/gen.rs", "generated"), ("course/x/keep.log", "")]);
+        let dir = work_tree(&[
+            ("course/src/gen.rs", "generated"),
+            ("course/x/keep.log", ""),
+        ]);
         let snapshot = Blobs::new();
         let error = check(dir.path(), &snapshot, &[add("course/src/gen.rs", "new")])
             .unwrap_err()
@@ -326,10 +340,13 @@ mod tests {
             old: Some(blob("read", tree::MODE_FILE)),
             new: None,
         };
-        let error = check(dir.path(), &Blobs::new(), &[change.clone()])
+        let error = check(dir.path(), &Blobs::new(), std::slice::from_ref(&change))
             .unwrap_err()
             .to_string();
-        assert!(error.contains("changed in the work tree while recut ran"), "{error}");
+        assert!(
+            error.contains("changed in the work tree while recut ran"),
+            "{error}"
+        );
         fs::write(dir.path().join("a.rs"), "read").unwrap();
         check(dir.path(), &Blobs::new(), &[change]).unwrap();
     }

@@ -43,7 +43,9 @@ impl Lock {
                     lock.display()
                 )))
             }
-            Err(error) => Err(error::io(format!("cannot create {}", lock.display()))(error)),
+            Err(error) => Err(error::io(format!("cannot create {}", lock.display()))(
+                error,
+            )),
         }
     }
 
@@ -80,7 +82,11 @@ pub fn stage(git: &Repository, folder: &Path, tree: &Tree<'_>, wanted: &Blobs) -
     match fs::copy(&current, &path) {
         Ok(_) => {}
         Err(error) if error.kind() == ErrorKind::NotFound => {}
-        Err(error) => return Err(error::io(format!("cannot copy {}", current.display()))(error)),
+        Err(error) => {
+            return Err(error::io(format!("cannot copy {}", current.display()))(
+                error,
+            ));
+        }
     }
     let mut index = Index::open(&path).map_err(error::git("cannot read the index"))?;
     sync_learner_entries(&mut index, tree, wanted)
@@ -93,11 +99,17 @@ pub fn stage(git: &Repository, folder: &Path, tree: &Tree<'_>, wanted: &Blobs) -
 /// as it is. An entry that already matches keeps its stat data; new entries
 /// carry none, so git compares their content on its next look (as after
 /// `git reset -- <paths>`).
-fn sync_learner_entries(index: &mut Index, tree: &Tree<'_>, wanted: &Blobs) -> Result<(), git2::Error> {
+fn sync_learner_entries(
+    index: &mut Index,
+    tree: &Tree<'_>,
+    wanted: &Blobs,
+) -> Result<(), git2::Error> {
     let stale: Vec<Vec<u8>> = index
         .iter()
         .map(|entry| entry.path)
-        .filter(|path| worlds::is_learner(path) && tree.get_path(super::text::repo_path(path)).is_err())
+        .filter(|path| {
+            worlds::is_learner(path) && tree.get_path(super::text::repo_path(path)).is_err()
+        })
         .collect();
     for path in stale {
         index.remove_path(super::text::repo_path(&path))?;

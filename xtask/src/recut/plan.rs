@@ -76,7 +76,9 @@ impl<'r> Planner<'_, 'r> {
             &chapters[position + 1..]
         };
         for chapter in later {
-            if let Some(cut) = self.replay_later(id, chapter.id, own.as_ref(), &mut unchanged, &cuts)? {
+            if let Some(cut) =
+                self.replay_later(id, chapter.id, own.as_ref(), &mut unchanged, &cuts)?
+            {
                 cuts.push(cut);
             }
         }
@@ -363,12 +365,26 @@ mod tests {
                 };
                 index.add(&entry).unwrap();
             }
-            let tree = self.git.find_tree(index.write_tree_to(&self.git).unwrap()).unwrap();
+            let tree = self
+                .git
+                .find_tree(index.write_tree_to(&self.git).unwrap())
+                .unwrap();
             let signature = git2::Signature::now("T", "t@example.com").unwrap();
-            let parent = self.git.head().ok().map(|head| head.peel_to_commit().unwrap());
+            let parent = self
+                .git
+                .head()
+                .ok()
+                .map(|head| head.peel_to_commit().unwrap());
             let parents: Vec<&Commit<'_>> = parent.iter().collect();
             self.git
-                .commit(Some("HEAD"), &signature, &signature, subject, &tree, &parents)
+                .commit(
+                    Some("HEAD"),
+                    &signature,
+                    &signature,
+                    subject,
+                    &tree,
+                    &parents,
+                )
                 .unwrap()
         }
 
@@ -387,7 +403,11 @@ mod tests {
         fn learner(&self, files: &[(&str, &str)]) -> Oid {
             let commit = self.commit("scratch", files);
             let tree = self.git.find_commit(commit).unwrap().tree().unwrap();
-            pick(&self.git, &[(&tree, &|entry| worlds::is_learner(entry.name_bytes()))]).unwrap()
+            pick(
+                &self.git,
+                &[(&tree, &|entry| worlds::is_learner(entry.name_bytes()))],
+            )
+            .unwrap()
         }
 
         fn files(&self, tree: Oid) -> Vec<(String, Vec<u8>)> {
@@ -408,7 +428,11 @@ mod tests {
         let course = Course::new();
         let head = course.commit(
             "head",
-            &[("course/lib.rs", "head"), ("xtask/main.rs", "tool"), ("README.md", "r")],
+            &[
+                ("course/lib.rs", "head"),
+                ("xtask/main.rs", "tool"),
+                ("README.md", "r"),
+            ],
         );
         let learner = course.learner(&[("course/lib.rs", "new"), ("Cargo.toml", "w")]);
         let tooling = course.git.find_commit(head).unwrap().tree().unwrap();
@@ -436,7 +460,11 @@ mod tests {
         );
         course.commit(
             "course(02): two",
-            &[("Cargo.toml", "w"), ("course/lib.rs", "one\n"), ("course/two.rs", "2")],
+            &[
+                ("Cargo.toml", "w"),
+                ("course/lib.rs", "one\n"),
+                ("course/two.rs", "2"),
+            ],
         );
         let head = course.git.head().unwrap().peel_to_commit().unwrap();
         let chapters = course.chapters(&["01", "02"]);
@@ -495,6 +523,9 @@ mod tests {
         .plan(&chapters, 0)
         .err()
         .unwrap();
-        assert!(error.to_string().contains("layer would be empty"), "{error}");
+        assert!(
+            error.to_string().contains("layer would be empty"),
+            "{error}"
+        );
     }
 }

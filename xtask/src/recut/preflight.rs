@@ -2,8 +2,8 @@
 //! which appending to the branch would be wrong, and every setting under
 //! which the work tree does not say faithfully what git would commit.
 
-use git2::{Config, ErrorCode, Index, IndexEntryExtendedFlag, ReferenceType, Repository};
 use git2::RepositoryState;
+use git2::{Config, ErrorCode, Index, IndexEntryExtendedFlag, ReferenceType, Repository};
 
 use super::Branch;
 use crate::error::{self, Error, Result};
@@ -247,7 +247,10 @@ mod tests {
 
         git.set_head("refs/heads/unborn").unwrap();
         let error = branch(&git).unwrap_err().to_string();
-        assert!(error.contains("`unborn`, which has no commits yet"), "{error}");
+        assert!(
+            error.contains("`unborn`, which has no commits yet"),
+            "{error}"
+        );
 
         git.set_head_detached(head).unwrap();
         let error = branch(&git).unwrap_err().to_string();

@@ -164,9 +164,10 @@ pub fn unchanged(error: Error) -> Error {
 /// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
 pub fn exit_if_interrupted(what: &str) {
     if let Some(signal) = signals::received() {
-        ended(Error::interrupted(signal).context(format!(
-            "the re-cut is complete ({AT_NEW}); {what}"
-        )));
+        ended(
+            Error::interrupted(signal)
+                .context(format!("the re-cut is complete ({AT_NEW}); {what}")),
+        );
     }
 }
 

@@ -74,10 +74,12 @@ impl Reader<'_> {
                 continue;
             }
             if let Some((oid, mode)) = self.entry(&entry.path(), &path)? {
-                builder.insert(&name, oid, mode).map_err(error::git(format!(
-                    "cannot add `{}` to a tree",
-                    shown(&path)
-                )))?;
+                builder
+                    .insert(&name, oid, mode)
+                    .map_err(error::git(format!(
+                        "cannot add `{}` to a tree",
+                        shown(&path)
+                    )))?;
             }
         }
         if builder.is_empty() {
@@ -286,8 +288,11 @@ mod tests {
         write(root, ".gitignore", "*.log\n");
         write(root, "course/src/lib.rs", "// lib\n");
         write(root, "course/run.sh", "#!/bin/sh\n");
-        fs::set_permissions(root.join("course/run.sh"), fs::Permissions::from_mode(0o744))
-            .unwrap();
+        fs::set_permissions(
+            root.join("course/run.sh"),
+            fs::Permissions::from_mode(0o744),
+        )
+        .unwrap();
         write(root, "course/group.sh", "#!/bin/sh\n");
         fs::set_permissions(
             root.join("course/group.sh"),

@@ -34,7 +34,9 @@ impl Staging {
     /// Creates `<git dir>/xtask-recut-<pid>/`. The git dir must be on the
     /// work tree's file system: files move between them by rename.
     pub fn create(git: &Repository, root: &Path) -> Result<Staging> {
-        let dir = git.path().join(format!("xtask-recut-{}", std::process::id()));
+        let dir = git
+            .path()
+            .join(format!("xtask-recut-{}", std::process::id()));
         let same_device = |a: &Path, b: &Path| -> Result<bool> {
             let device = |path: &Path| {
                 fs::metadata(path)
@@ -184,7 +186,11 @@ pub fn swap(
 /// Makes the missing folders above repository path `path`.
 fn make_parents(root: &Path, path: &Path, journal: &mut Journal) -> Result<()> {
     let mut folder = root.to_path_buf();
-    let parents: Vec<_> = path.parent().into_iter().flat_map(Path::components).collect();
+    let parents: Vec<_> = path
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .collect();
     for part in parents {
         folder.push(part);
         match fs::symlink_metadata(&folder) {
@@ -197,10 +203,13 @@ fn make_parents(root: &Path, path: &Path, journal: &mut Journal) -> Result<()> {
             }
             Err(error) if error.kind() == ErrorKind::NotFound => {}
             Err(error) => {
-                return Err(error::io(format!("cannot inspect {}", folder.display()))(error));
+                return Err(error::io(format!("cannot inspect {}", folder.display()))(
+                    error,
+                ));
             }
         }
-        fs::create_dir(&folder).map_err(error::io(format!("cannot create {}", folder.display())))?;
+        fs::create_dir(&folder)
+            .map_err(error::io(format!("cannot create {}", folder.display())))?;
         journal.steps.push(Step::MadeDir {
             path: folder.clone(),
         });
@@ -379,7 +388,10 @@ mod tests {
         let staging_dir = staging.dir().to_path_buf();
         stage(&world.git, &staging, &changes).unwrap();
         let mut journal = Journal::default();
-        swap(world.root(), &staging, &changes, &mut journal, &mut || Ok(())).unwrap();
+        swap(world.root(), &staging, &changes, &mut journal, &mut || {
+            Ok(())
+        })
+        .unwrap();
         tidy(world.root(), &changes);
         drop(staging);
 
@@ -451,7 +463,11 @@ mod tests {
         .unwrap();
         assert_eq!(fs::read(outside.path().join("secret")).unwrap(), b"outside");
         assert_eq!(fs::read(world.root().join("link/secret")).unwrap(), b"mine");
-        assert!(fs::symlink_metadata(world.root().join("link")).unwrap().is_dir());
+        assert!(
+            fs::symlink_metadata(world.root().join("link"))
+                .unwrap()
+                .is_dir()
+        );
     }
 
     #[test]
