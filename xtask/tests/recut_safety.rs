@@ -182,12 +182,14 @@ fn everything(fixture: &Fixture) -> Everything {
     }
 }
 
-/// Nothing of recut's own is left in the git dir: no lock, no staging.
+/// Nothing of recut's own is left in the git dir: no lock, no staging
+/// (but a staging folder the test itself planted).
 fn no_leftovers(fixture: &Fixture) {
     let names: Vec<String> = fs::read_dir(fixture.repo.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name == "index.lock" || name.starts_with("xtask-recut"))
+        .filter(|name| name != "xtask-recut-4242")
         .collect();
     assert!(names.is_empty(), "left in .git: {names:?}");
 }
@@ -610,4 +612,22 @@ fn verify_runs_and_decides_the_exit_status_when_stdout_is_closed() {
     let failed = run(recut);
     assert_eq!(failed.code, 1, "{}", failed.stderr);
     assert!(failed.stderr.contains("verify failed"), "{}", failed.stderr);
+}
+
+#[test]
+fn what_a_killed_re_cut_left_behind_is_never_taken_for_the_learners_world() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    // A re-cut killed by SIGKILL half way: its staging folder holds the
+    // old files it had moved away (and it held the index lock, since removed).
+    let left = fixture.repo.path().join("xtask-recut-4242");
+    fs::create_dir_all(left.join("old")).unwrap();
+    fs::write(left.join("old/0"), "pub mod stream;\n").unwrap();
+
+    refused(
+        &fixture,
+        &["recut", "02", "--no-verify"],
+        &["xtask-recut-4242", "killed half way", "`old`"],
+    );
+    assert!(left.join("old/0").exists(), "the only copy is kept");
 }

@@ -118,6 +118,7 @@ impl cli::Recut {
     /// it says otherwise.
     fn cut(&self, repo: &CourseRepo) -> Result<Appended> {
         let lock = index::Lock::take(&repo.git).map_err(report::unchanged)?;
+        worktree::Staging::refuse_leftovers(&repo.git).map_err(report::unchanged)?;
         let (prepared, appended) = self.prepare(repo).map_err(report::unchanged)?;
         prepared.run(lock)?;
         Ok(appended)

@@ -23,6 +23,9 @@ use crate::error::{self, Error, Result};
 use crate::signals;
 use crate::tree;
 
+/// The name of a staging folder, before the process id.
+const STAGING_PREFIX: &str = "xtask-recut-";
+
 /// A private folder in the git dir for the new files and the old ones,
 /// removed when dropped unless [`Staging::keep`] was called.
 pub struct Staging {
@@ -62,6 +65,30 @@ impl Staging {
                 .map_err(error::io(format!("cannot create {}", folder.display())))?;
         }
         Ok(staging)
+    }
+
+    /// Refuses to start while a staging folder of an earlier re-cut is
+    /// left in the git dir: that re-cut was killed (SIGKILL, power cut)
+    /// half way through its swap, and the folder holds the only copy of the
+    /// work-tree files it had moved away. Call it holding the index lock,
+    /// so no other re-cut is running.
+    pub fn refuse_leftovers(git: &Repository) -> Result<()> {
+        let entries = fs::read_dir(git.path())
+            .map_err(error::io(format!("cannot read {}", git.path().display())))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.as_bytes().starts_with(STAGING_PREFIX.as_bytes()) {
+                return Err(Error::bad_input(format!(
+                    "{} is left from a re-cut that was killed half way: its `old` folder holds \
+                     work-tree files that re-cut had moved away, numbered in path order, and \
+                     `new` the files it was about to write. Bring the learner's files back \
+                     (e.g. `git status`, then copy what is missing from `old`), remove the \
+                     folder, and run recut again; nothing was changed",
+                    entry.path().display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
