@@ -327,7 +327,7 @@ fn a_write_that_fails_for_lack_of_space_changes_nothing() {
 #[test]
 fn a_signal_during_the_swap_leaves_all_old_or_all_new() {
     for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
-        let fixture = course_with(&many_files(3000));
+        let fixture = course_with(&many_files(1500));
         edit_chapter_02(&fixture);
         let old_head = fixture.head();
         let before = everything(&fixture);

@@ -75,10 +75,11 @@ fn same(a: &Blob, b: &Blob) -> bool {
 /// docs); `snapshot` is what the work tree held when recut read it.
 pub fn check(root: &Path, snapshot: &Blobs, changes: &[Change]) -> Result<()> {
     for change in changes {
-        check_folders_on_the_way(root, snapshot, &change.path)?;
+        let below_a_new_folder = check_folders_on_the_way(root, snapshot, &change.path)?;
         let on_disk = root.join(&change.path);
         match &change.old {
             Some(old) => check_unchanged(&on_disk, &change.path, old)?,
+            None if below_a_new_folder => {}
             None => check_free(&on_disk, &change.path, snapshot)?,
         }
     }
@@ -86,8 +87,9 @@ pub fn check(root: &Path, snapshot: &Blobs, changes: &[Change]) -> Result<()> {
 }
 
 /// Every folder above `path` is a real folder, missing, or a blob of the
-/// snapshot that a change removes (the new HEAD has a folder there).
-fn check_folders_on_the_way(root: &Path, snapshot: &Blobs, path: &Path) -> Result<()> {
+/// snapshot that a change removes (the new HEAD has a folder there). True
+/// in the last two cases: the folder will be new, so `path` will be free.
+fn check_folders_on_the_way(root: &Path, snapshot: &Blobs, path: &Path) -> Result<bool> {
     let mut above = PathBuf::new();
     let parents: Vec<_> = path
         .parent()
@@ -98,14 +100,14 @@ fn check_folders_on_the_way(root: &Path, snapshot: &Blobs, path: &Path) -> Resul
         above.push(part);
         let meta = match fs::symlink_metadata(root.join(&above)) {
             Ok(meta) => meta,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(true),
             Err(error) => return Err(inspect_error(&above, error)),
         };
         if meta.is_dir() {
             continue;
         }
         if snapshot.contains_key(&above) {
-            return Ok(());
+            return Ok(true);
         }
         let what = if meta.file_type().is_symlink() {
             "a symlink that is not part of the learner's world (ignored or left out); recut \
@@ -119,7 +121,7 @@ fn check_folders_on_the_way(root: &Path, snapshot: &Blobs, path: &Path) -> Resul
             above.display()
         )));
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The file at `on_disk` is still the blob `old` the snapshot read.
@@ -330,6 +332,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("`course/x/keep.log`"), "{error}");
+    }
+
+    #[test]
+    fn a_file_of_the_snapshot_may_become_a_folder() {
+        let dir = work_tree(&[("course/notes", "a file now")]);
+        let snapshot = blobs(&[("course/notes", "a file now", tree::MODE_FILE)]);
+        let changes = [
+            Change {
+                path: PathBuf::from("course/notes"),
+                old: Some(blob("a file now", tree::MODE_FILE)),
+                new: None,
+            },
+            add("course/notes/deep/one.md", "x"),
+        ];
+        check(dir.path(), &snapshot, &changes).unwrap();
     }
 
     #[test]
