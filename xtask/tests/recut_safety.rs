@@ -631,3 +631,21 @@ fn what_a_killed_re_cut_left_behind_is_never_taken_for_the_learners_world() {
     );
     assert!(left.join("old/0").exists(), "the only copy is kept");
 }
+
+#[test]
+fn a_full_stdout_is_reported_after_a_complete_re_cut() {
+    let full = Path::new("/dev/full");
+    assert!(full.exists(), "this test needs /dev/full (Linux)");
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let old_head = fixture.head();
+
+    let mut recut = command(&fixture, &["recut", "03", "--no-verify"]);
+    recut.stdout(fs::OpenOptions::new().write(true).open(full).unwrap());
+    let run = run(recut);
+
+    run.fails_with(1, &["cannot write to standard output"]);
+    one_line_saying(&run, AT_NEW);
+    assert_eq!(fixture.rev("HEAD~2"), old_head);
+    all_at_head(&fixture);
+}

@@ -47,8 +47,12 @@
 //! SIGHUP, SIGQUIT) before the branch moved undoes every rename; after it,
 //! the few remaining renames finish. Either way one line says which: the
 //! branch, the index and the work tree are all as they were, or all at the
-//! new state. (SIGKILL or a power cut during the swap cannot be handled; the
-//! old files are then in `.git/xtask-recut-<pid>/`.)
+//! new state. (SIGKILL or a power cut during the swap cannot be handled: the
+//! old files are then in `.git/xtask-recut-<pid>/old/`, and the next re-cut
+//! refuses to start until the author has looked at them.) Standard output
+//! going nowhere changes nothing of this: the report goes to `/dev/null`
+//! from the first failed write, `verify` still runs and decides the exit
+//! status.
 //!
 //! Exit codes: 2 when the input can't be used and nothing was changed
 //! (detached or unborn HEAD, a merge or rebase in progress, unresolved

@@ -49,7 +49,9 @@ impl Output {
     /// (nobody wanted the report), a full one is (exit 1).
     pub fn finish(self) -> Result<()> {
         match self.failed {
-            Some(error) if !error.is_silent() => Err(error),
+            Some(error) if !error.is_silent() => Err(error.context(format!(
+                "the re-cut is complete ({AT_NEW}), but its report could not be written"
+            ))),
             _ => Ok(()),
         }
     }
