@@ -649,3 +649,43 @@ fn a_full_stdout_is_reported_after_a_complete_re_cut() {
     assert_eq!(fixture.rev("HEAD~2"), old_head);
     all_at_head(&fixture);
 }
+
+#[test]
+fn a_tracked_symlink_the_new_head_makes_a_folder_is_moved_not_followed() {
+    // Chapter 02 has `course/gen` as a symlink to a folder outside; chapter
+    // 03 turns it into a folder of its own.
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().to_str().unwrap();
+    let fixture = Fixture::empty();
+    fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
+    fixture.write("course/src/lib.rs", "// skeleton\n");
+    fixture.commit("Skeleton");
+    fixture.write("course/src/stream.rs", "// chapter 02\n");
+    fixture.symlink(target, "course/gen");
+    fixture.commit("course(02): the stream");
+    fs::remove_file(fixture.root().join("course/gen")).unwrap();
+    fixture.write("course/gen/types.rs", "// chapter 03\n");
+    fixture.commit("course(03): save one complete tool round-trip");
+    fixture.write_manifest("02", &manifest("02", "course/src/stream.rs", &[]));
+    fixture.write_manifest("03", &manifest("03", "course/gen/types.rs", &[]));
+    fixture.commit("Describe chapters 02 and 03");
+    fixture.set_identity();
+    // Back at chapter 02, edited.
+    fs::remove_dir_all(fixture.root().join("course/gen")).unwrap();
+    fixture.symlink(target, "course/gen");
+    fixture.write("course/src/stream.rs", "// chapter 02, second cut\n");
+
+    let run = fixture.xtask_own_config(&["recut", "02", "--no-verify"]);
+
+    run.success().prints(&[AT_NEW]);
+    assert_eq!(common::snapshot(outside.path()), Vec::<PathBuf>::new());
+    assert_eq!(fixture.learner_at("HEAD~1")["course/gen"].0, 0o120000);
+    assert_eq!(
+        fixture.learner_at("HEAD")["course/gen/types.rs"].1,
+        b"// chapter 03\n"
+    );
+    let gen_dir = fixture.root().join("course/gen").symlink_metadata().unwrap();
+    assert!(gen_dir.is_dir(), "a folder now, not the symlink");
+    all_at_head(&fixture);
+    no_leftovers(&fixture);
+}
