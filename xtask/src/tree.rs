@@ -1,4 +1,6 @@
-//! Writing a git tree into a folder, byte for byte, and listing one.
+//! Git trees: the one home of git's file modes and of the executable-bit
+//! rule ([`is_executable`]), writing a tree into a folder byte for byte,
+//! and listing one.
 //!
 //! Blobs are written straight from the object database: no checkout, no
 //! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
