@@ -684,8 +684,51 @@ fn a_tracked_symlink_the_new_head_makes_a_folder_is_moved_not_followed() {
         fixture.learner_at("HEAD")["course/gen/types.rs"].1,
         b"// chapter 03\n"
     );
-    let gen_dir = fixture.root().join("course/gen").symlink_metadata().unwrap();
+    let gen_dir = fixture
+        .root()
+        .join("course/gen")
+        .symlink_metadata()
+        .unwrap();
     assert!(gen_dir.is_dir(), "a folder now, not the symlink");
     all_at_head(&fixture);
+    no_leftovers(&fixture);
+}
+
+#[test]
+fn a_signal_while_reading_the_work_tree_changes_nothing() {
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    // Enough new files that reading the work tree takes a while.
+    for n in 0..4000 {
+        fixture.write(&format!("course/data/d{n:05}.txt"), &format!("{n}\n"));
+    }
+    let before = everything(&fixture);
+    let lock = fixture.repo.path().join("index.lock");
+
+    let mut recut = command(&fixture, &["recut", "03", "--no-verify"]);
+    recut.stdout(Stdio::null()).stderr(Stdio::piped());
+    // SAFETY: signal(2) only, between fork and exec.
+    unsafe {
+        recut.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = recut.spawn().unwrap();
+    // recut holds the index lock from its first read to its last write.
+    let locked = common::wait_until(Duration::from_secs(60), || lock.exists());
+    common::send_signal(child.id(), libc::SIGTERM);
+    let status = common::wait_at_most(&mut child, Duration::from_secs(60)).unwrap();
+    let run = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: common::stderr_of(&mut child),
+    };
+    assert!(locked, "recut never took the index lock: {}", run.stderr);
+
+    assert_eq!(run.code, 143, "{}", run.stderr);
+    one_line_saying(&run, AS_THEY_WERE);
+    assert!(run.stderr.contains("SIGTERM"), "{}", run.stderr);
+    assert_eq!(everything(&fixture), before);
     no_leftovers(&fixture);
 }
