@@ -319,22 +319,20 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_is_refused_unless_ignored() {
+    fn a_socket_is_refused_unless_ignored() {
         let (dir, git) = repo();
         let root = dir.path();
         write(root, "course/src/lib.rs", "// lib\n");
-        let fifo = root.join("course/pipe");
-        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+        let _listener =
+            std::os::unix::net::UnixListener::bind(root.join("course/agent.sock")).unwrap();
         let index = git.index().unwrap();
 
         let error = take(&git, &index, root).err().unwrap();
         assert_eq!(error.exit_code(), 2);
-        assert!(error.to_string().contains("`course/pipe`"), "{error}");
-        assert!(error.to_string().contains("FIFO"), "{error}");
+        assert!(error.to_string().contains("`course/agent.sock`"), "{error}");
+        assert!(error.to_string().contains("a socket"), "{error}");
 
-        write(root, ".gitignore", "/course/pipe\n");
+        write(root, ".gitignore", "/course/agent.sock\n");
         take(&git, &index, root).unwrap();
     }
 
