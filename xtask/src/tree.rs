@@ -1,4 +1,6 @@
-//! Writing a git tree into a folder, byte for byte, and listing one.
+//! Git trees: the one home of git's file modes and of the executable-bit
+//! rule ([`is_executable`]), writing a tree into a folder byte for byte,
+//! and listing one.
 //!
 //! Blobs are written straight from the object database: no checkout, no
 //! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
@@ -23,14 +25,56 @@ use git2::{ObjectType, Oid, Repository, Tree};
 use crate::error::{self, Error, Result};
 use crate::signals;
 
-/// Git's file modes, as tree entries carry them.
+// Git's file modes, as tree entries and index entries carry them: the one
+// vocabulary of the tooling (no `git2::FileMode`, no raw literals elsewhere).
+
+/// A folder (a subtree).
 pub const MODE_TREE: i32 = 0o040000;
+/// A plain file.
 pub const MODE_FILE: i32 = 0o100644;
 /// A plain file in git's legacy group-writable mode.
 pub const MODE_GROUP_WRITABLE: i32 = 0o100664;
+/// An executable file.
 pub const MODE_EXECUTABLE: i32 = 0o100755;
+/// A symlink: the blob is the link's target.
 pub const MODE_SYMLINK: i32 = 0o120000;
+/// A submodule: the id is a commit of another repository.
 pub const MODE_GITLINK: i32 = 0o160000;
+
+/// True when a file with these permission bits (`st_mode`) is committed as
+/// executable. Git looks at the owner's execute bit only (`S_IXUSR`): a file
+/// that only its group or others may execute is a plain file.
+pub fn is_executable(permissions: u32) -> bool {
+    permissions & 0o100 != 0
+}
+
+/// The git mode of a regular file with these permission bits.
+pub fn file_mode(permissions: u32) -> i32 {
+    if is_executable(permissions) {
+        MODE_EXECUTABLE
+    } else {
+        MODE_FILE
+    }
+}
+
+/// The permission bits a file of git mode `mode` is written with.
+pub fn permissions_for(mode: i32) -> u32 {
+    if mode == MODE_EXECUTABLE {
+        0o755
+    } else {
+        0o644
+    }
+}
+
+/// `mode` with git's legacy group-writable file mode read as a plain file,
+/// so two trees compare by what a checkout writes.
+pub fn normal_mode(mode: i32) -> i32 {
+    if mode == MODE_GROUP_WRITABLE {
+        MODE_FILE
+    } else {
+        mode
+    }
+}
 
 /// What [`write_tree`] wrote.
 #[derive(Debug, Default)]
@@ -159,11 +203,7 @@ fn write_dir(
                 mode => files.push(PendingFile {
                     path,
                     oid: entry.id(),
-                    permissions: if mode == MODE_EXECUTABLE {
-                        0o755
-                    } else {
-                        0o644
-                    },
+                    permissions: permissions_for(mode),
                     shown,
                 }),
             }
@@ -276,4 +316,45 @@ fn list_dir(
         prefix.truncate(len);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_owners_execute_bit_makes_a_file_executable() {
+        assert!(is_executable(0o100755));
+        assert!(is_executable(0o744));
+        assert!(!is_executable(0o644));
+        // Group or others may execute, the owner may not: git commits 100644.
+        assert!(!is_executable(0o654));
+        assert!(!is_executable(0o645));
+        assert_eq!(file_mode(0o700), MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o611), MODE_FILE);
+    }
+
+    #[test]
+    fn modes_map_to_the_permissions_written_and_back() {
+        assert_eq!(permissions_for(MODE_EXECUTABLE), 0o755);
+        assert_eq!(permissions_for(MODE_FILE), 0o644);
+        assert_eq!(permissions_for(MODE_GROUP_WRITABLE), 0o644);
+        assert_eq!(file_mode(permissions_for(MODE_EXECUTABLE)), MODE_EXECUTABLE);
+        assert_eq!(normal_mode(MODE_GROUP_WRITABLE), MODE_FILE);
+        assert_eq!(normal_mode(MODE_SYMLINK), MODE_SYMLINK);
+    }
+
+    #[test]
+    fn the_constants_are_gits_own_modes() {
+        for (ours, git) in [
+            (MODE_TREE, git2::FileMode::Tree),
+            (MODE_FILE, git2::FileMode::Blob),
+            (MODE_GROUP_WRITABLE, git2::FileMode::BlobGroupWritable),
+            (MODE_EXECUTABLE, git2::FileMode::BlobExecutable),
+            (MODE_SYMLINK, git2::FileMode::Link),
+            (MODE_GITLINK, git2::FileMode::Commit),
+        ] {
+            assert_eq!(ours, i32::from(git));
+        }
+    }
 }

@@ -421,6 +421,20 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
     fixture.write("course/src/new.rs", "// not yet tracked\n");
     fixture.write("course/run.sh", "#!/bin/sh\n");
     fixture.make_executable("course/run.sh");
+    // Git looks at the owner's execute bit only: group and others' bits
+    // alone leave a plain file (0o755 above cannot tell the two rules apart).
+    fixture.write("course/group.sh", "#!/bin/sh\n");
+    fs::set_permissions(
+        fixture.root().join("course/group.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o654),
+    )
+    .unwrap();
+    fixture.write("course/owner.sh", "#!/bin/sh\n");
+    fs::set_permissions(
+        fixture.root().join("course/owner.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o744),
+    )
+    .unwrap();
     fixture.symlink("src/lib.rs", "course/lib-link");
     fixture.symlink("/etc", "course/outside");
     fixture.write("course/debug.log", "ignored\n");
@@ -436,6 +450,14 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
         (0o100644, b"// not yet tracked\n".to_vec())
     );
     assert_eq!(head["course/run.sh"].0, 0o100755);
+    assert_eq!(
+        head["course/group.sh"].0, 0o100644,
+        "group/other x bits only"
+    );
+    assert_eq!(
+        head["course/owner.sh"].0, 0o100755,
+        "the owner's x bit alone"
+    );
     assert_eq!(head["course/lib-link"], (0o120000, b"src/lib.rs".to_vec()));
     assert_eq!(head["course/outside"], (0o120000, b"/etc".to_vec()));
     assert!(!head.contains_key("course/debug.log"));
