@@ -52,6 +52,14 @@ impl ChapterFolder {
         self.dir.join(GUIDE_FILE)
     }
 
+    /// `path` relative to the repository root, for messages.
+    pub fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
     /// Reads a text file below the repository root, never through a symlink;
     /// `None` when it does not exist.
     pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
@@ -80,7 +88,7 @@ impl ChapterFolder {
         let path = self.guide_path();
         let guide = self
             .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::guide_missing(&path.display().to_string())))?;
+            .ok_or_else(|| Error::bad_input(say::guide_missing(&self.shown(&path))))?;
         let tutor = match self.dir.parent() {
             Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
             None => None,
@@ -91,7 +99,7 @@ impl ChapterFolder {
     /// Reads and checks the manifest. Errors give the file, line and column.
     pub fn load(&self) -> Result<Manifest> {
         let path = self.manifest_path();
-        let shown = path.display().to_string();
+        let shown = self.shown(&path);
         let text = self
             .read_text(&path)?
             .ok_or_else(|| Error::bad_input(say::manifest_missing(&shown)))?;

@@ -69,7 +69,7 @@ impl cli::Hint {
 /// Reads and checks a chapter's hints file (never through a symlink).
 pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
     let path = chapter.hints_path();
-    let shown = path.display().to_string();
+    let shown = chapter.shown(&path);
     let text = chapter
         .read_text(&path)?
         .ok_or_else(|| Error::bad_input(say::hints_missing(&shown)))?;

@@ -683,16 +683,27 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
     )
 }
 
-/// The run was stopped by a signal; `main` says it for learners.
+/// The run was stopped by `signal`. `error.rs` (`Error::interrupted`) and
+/// `signals.rs` (its exit line, after [`error_prefix`]) say it with this.
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn interrupted(signal: i32) -> String {
-    let by = match signal {
-        libc::SIGINT => "Ctrl-C".to_string(),
-        libc::SIGTERM => "SIGTERM".to_string(),
-        libc::SIGHUP => "终端关闭（SIGHUP）".to_string(),
-        libc::SIGQUIT => "Ctrl-\\（SIGQUIT）".to_string(),
-        other => format!("信号 {other}"),
+    let (zh, en) = match signal {
+        libc::SIGINT => ("Ctrl-C", "SIGINT (Ctrl-C)"),
+        libc::SIGTERM => ("SIGTERM", "SIGTERM"),
+        libc::SIGHUP => ("终端关闭（SIGHUP）", "SIGHUP (the terminal closed)"),
+        libc::SIGQUIT => ("Ctrl-\\（SIGQUIT）", "SIGQUIT (Ctrl-\\)"),
+        _ => ("", ""),
     };
-    format!("已被 {by} 中断：启动的进程都已结束，没有留下做了一半的东西")
+    pick(
+        || {
+            let by = if zh.is_empty() { format!("信号 {signal}") } else { zh.to_string() };
+            format!("已被 {by} 中断：启动的进程都已结束，没有留下做了一半的东西")
+        },
+        || {
+            let by = if en.is_empty() { format!("signal {signal}") } else { en.to_string() };
+            format!("interrupted by {by}: stopped, leaving nothing running and nothing half made")
+        },
+    )
 }
 
 /// An I/O failure in words, for learners (the OS message is English).

@@ -54,14 +54,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             if !error.is_silent() {
-                let code = error.exit_code();
-                let message = match code.checked_sub(128) {
-                    Some(signal) if say::for_learner() && code > 128 => {
-                        say::interrupted(i32::from(signal))
-                    }
-                    _ => error.to_string(),
-                };
-                out::note(format_args!("{}{message}", say::error_prefix()));
+                out::note(format_args!("{}{error}", say::error_prefix()));
             }
             ExitCode::from(error.exit_code())
         }
