@@ -353,10 +353,13 @@ fn lab_pointer_lines(chapter: &str, lab: &LabPointer<'_>, indent: &str) -> Strin
         lab_from_root,
     } = lab;
     format!(
-        "{indent}检查、提示和对照都在课程仓库 {root} 里运行，不在练习文件夹里：\n\
-         {indent}  cd {root} && cargo xtask check {chapter} {lab_from_root} --watch   # 每次保存后报告进度\n\
-         {indent}  cd {root} && cargo xtask hint {chapter}                  # 卡住时，一级一级看提示\n\
-         {indent}  cd {root} && cargo xtask compare {chapter} {lab_from_root}        # 完成之后，和参考答案对照\n\
+        "{indent}检查、提示和对照都在课程仓库 {root} 里运行，不在练习文件夹里。\n\
+         {indent}每次保存后报告进度：\n\
+         {indent}  cd {root} && cargo xtask check {chapter} {lab_from_root} --watch\n\
+         {indent}卡住时，一级一级看提示：\n\
+         {indent}  cd {root} && cargo xtask hint {chapter}\n\
+         {indent}做完之后，和参考答案对照：\n\
+         {indent}  cd {root} && cargo xtask compare {chapter} {lab_from_root}\n\
          {indent}练习文件夹里的 AGENTS.md 是写给 AI 编程助手的：让它当导师，不替你写答案。"
     )
 }
@@ -716,6 +719,67 @@ fn io_kind(error: &std::io::Error) -> &'static str {
         ErrorKind::ReadOnlyFilesystem => "只读文件系统",
         _ => "系统错误",
     }
+}
+
+/// DIR of `practice` is not empty. `destination.rs` raises it, and the
+/// refusals below.
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
+pub fn dir_not_empty(dir: &str) -> String {
+    pick(
+        || format!("{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched"
+            )
+        },
+    )
+}
+
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
+pub fn dir_not_a_folder(dir: &str) -> String {
+    pick(
+        || format!("{dir} 已经存在，而且不是文件夹：换一个新的文件夹名；什么都没有改动"),
+        || format!("{dir} exists and is not a folder: choose a new folder name; nothing was touched"),
+    )
+}
+
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
+pub fn dir_in_git(dir: &str) -> String {
+    pick(
+        || format!("{dir} 在 .git 文件夹里，那是 git 存自己数据的地方：换一个 .git 之外的文件夹（例如 `lab`）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} is inside a .git folder, where git keeps its own data: \
+                 choose a folder outside .git (e.g. `lab`); nothing was touched"
+            )
+        },
+    )
+}
+
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
+pub fn dir_is_current(dir: &str) -> String {
+    pick(
+        || format!("{dir} 就是当前目录：换一个新文件夹来练习（例如 `lab`）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} is the current folder: practise in a new folder instead \
+                 (e.g. `lab`); nothing was touched"
+            )
+        },
+    )
+}
+
+#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
+pub fn dir_is_repository(dir: &str) -> String {
+    pick(
+        || format!("{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} is the course repository or a folder containing it: \
+                 choose a new folder (e.g. `lab`); nothing was touched"
+            )
+        },
+    )
 }
 
 // --- Argument errors of learner commands (clap's, rendered here) ---
