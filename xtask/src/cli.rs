@@ -258,7 +258,10 @@ mod tests {
             .map(|subcommand| subcommand.get_name())
             .filter(|name| audience_of(name) == Audience::Learner)
             .collect();
-        assert_eq!(learner, ["checkpoint", "practice", "check", "hint", "compare"]);
+        assert_eq!(
+            learner,
+            ["checkpoint", "practice", "check", "hint", "compare"]
+        );
         assert_eq!(audience_of("verify"), Audience::Author);
         assert_eq!(audience_of(""), Audience::Author);
     }

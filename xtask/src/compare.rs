@@ -57,7 +57,11 @@ impl cli::Compare {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        print(&manifest, &shell_word(&self.dir.display().to_string()), &pairs)
+        print(
+            &manifest,
+            &shell_word(&self.dir.display().to_string()),
+            &pairs,
+        )
     }
 
     /// Refuses unless `check NN DIR` calls the chapter complete.
@@ -97,9 +101,7 @@ impl cli::Compare {
         let Some(report) = report else {
             // check refused the folder itself: its message is the learner's.
             let message = checked.output.trim();
-            let message = message
-                .strip_prefix(say::error_prefix())
-                .unwrap_or(message);
+            let message = message.strip_prefix(say::error_prefix()).unwrap_or(message);
             return Err(Error::bad_input(message.to_string()));
         };
         let count = |key: &str| {
@@ -163,7 +165,10 @@ fn read_mine(lab: &Path, path: &RepoPath) -> Result<Option<String>> {
                 &refusal.at.display().to_string(),
             ))
         } else {
-            Error::bad_input(say::compare_not_readable(path.as_str(), &refusal.to_string()))
+            Error::bad_input(say::compare_not_readable(
+                path.as_str(),
+                &refusal.to_string(),
+            ))
         }
     })?;
     bytes
@@ -200,10 +205,7 @@ fn paint(text: &str, paint: Paint, colour: bool) -> String {
 fn print(manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let id = manifest.id.to_string();
-    outln!(
-        "{}",
-        say::compare_heading(&id, &manifest.title, lab)
-    )?;
+    outln!("{}", say::compare_heading(&id, &manifest.title, lab))?;
     outln!("{}", say::COMPARE_LEGEND)?;
     let mut distances = Vec::new();
     for pair in pairs {

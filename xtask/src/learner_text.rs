@@ -50,7 +50,11 @@ fn pick(zh: impl FnOnce() -> String, en: impl FnOnce() -> String) -> String {
 
 /// The prefix of an error line on stderr.
 pub fn error_prefix() -> &'static str {
-    if for_learner() { "错误：" } else { "error: " }
+    if for_learner() {
+        "错误："
+    } else {
+        "error: "
+    }
 }
 
 // --- check ---
@@ -254,7 +258,12 @@ pub fn practice_from(id: ChapterId, mode: Mode) -> String {
 /// where chapter NN-1 ends, whether or not this kit ports NN-1).
 fn previous_chapter(id: ChapterId) -> Option<ChapterId> {
     let number: u8 = id.to_string().parse().ok()?;
-    number.checked_sub(1).filter(|n| *n > 0)?.to_string().parse().ok()
+    number
+        .checked_sub(1)
+        .filter(|n| *n > 0)?
+        .to_string()
+        .parse()
+        .ok()
 }
 
 /// "The end of chapter NN".
@@ -442,7 +451,13 @@ pub fn compare_checking(lab: &str) -> String {
 }
 
 /// One line per teaching file: how far the learner's file is from the answer.
-pub fn compare_distance(path: &str, mine: Option<usize>, answer: usize, removed: usize, added: usize) -> String {
+pub fn compare_distance(
+    path: &str,
+    mine: Option<usize>,
+    answer: usize,
+    removed: usize,
+    added: usize,
+) -> String {
     match mine {
         None => format!("  ✗ {path}：练习目录里没有这个文件（参考答案 {answer} 行）"),
         Some(_) if removed == 0 && added == 0 => format!("  = {path}：和参考答案一字不差"),
@@ -465,7 +480,9 @@ pub fn compare_refused(chapter: &str, lab: &str, verdict: &str, anyway: &str) ->
 
 pub fn compare_verdict(passed: usize, expected: Option<usize>) -> String {
     match expected {
-        Some(expected) => format!("check 的结论：{passed}/{expected} 个聚焦测试通过，或有步骤没通过"),
+        Some(expected) => {
+            format!("check 的结论：{passed}/{expected} 个聚焦测试通过，或有步骤没通过")
+        }
         None => format!("check 的结论：{passed} 个聚焦测试通过，但还有没通过的"),
     }
 }
@@ -699,11 +716,19 @@ pub fn interrupted(signal: i32) -> String {
     };
     pick(
         || {
-            let by = if zh.is_empty() { format!("信号 {signal}") } else { zh.to_string() };
+            let by = if zh.is_empty() {
+                format!("信号 {signal}")
+            } else {
+                zh.to_string()
+            };
             format!("已被 {by} 中断：启动的进程都已结束，没有留下做了一半的东西")
         },
         || {
-            let by = if en.is_empty() { format!("signal {signal}") } else { en.to_string() };
+            let by = if en.is_empty() {
+                format!("signal {signal}")
+            } else {
+                en.to_string()
+            };
             format!("interrupted by {by}: stopped, leaving nothing running and nothing half made")
         },
     )
@@ -726,7 +751,11 @@ fn io_kind(error: &std::io::Error) -> &'static str {
 #[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_not_empty(dir: &str) -> String {
     pick(
-        || format!("{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"
+            )
+        },
         || {
             format!(
                 "{dir} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched"
@@ -739,14 +768,22 @@ pub fn dir_not_empty(dir: &str) -> String {
 pub fn dir_not_a_folder(dir: &str) -> String {
     pick(
         || format!("{dir} 已经存在，而且不是文件夹：换一个新的文件夹名；什么都没有改动"),
-        || format!("{dir} exists and is not a folder: choose a new folder name; nothing was touched"),
+        || {
+            format!(
+                "{dir} exists and is not a folder: choose a new folder name; nothing was touched"
+            )
+        },
     )
 }
 
 #[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_in_git(dir: &str) -> String {
     pick(
-        || format!("{dir} 在 .git 文件夹里，那是 git 存自己数据的地方：换一个 .git 之外的文件夹（例如 `lab`）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} 在 .git 文件夹里，那是 git 存自己数据的地方：换一个 .git 之外的文件夹（例如 `lab`）；什么都没有改动"
+            )
+        },
         || {
             format!(
                 "{dir} is inside a .git folder, where git keeps its own data: \
@@ -772,7 +809,11 @@ pub fn dir_is_current(dir: &str) -> String {
 #[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_is_repository(dir: &str) -> String {
     pick(
-        || format!("{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动"),
+        || {
+            format!(
+                "{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动"
+            )
+        },
         || {
             format!(
                 "{dir} is the course repository or a folder containing it: \

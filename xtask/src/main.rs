@@ -35,8 +35,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::learner_text::{self as say, Audience};
 use crate::error::{Error, Result};
+use crate::learner_text::{self as say, Audience};
 use crate::repo::CourseRepo;
 
 fn main() -> ExitCode {

@@ -14,12 +14,66 @@ use common::{ANSWER, Fixture, Run, tiny_course, xtask_in};
 /// and identifiers ("cargo xtask check 03 lab", "course/src/lib.rs") have
 /// none of them.
 const ENGLISH: &[&str] = &[
-    "a", "an", "the", "is", "are", "was", "be", "not", "no", "of", "to", "in", "at", "on", "by",
-    "for", "with", "and", "or", "has", "have", "does", "cannot", "can", "it", "its", "this",
-    "that", "from", "nothing", "unknown", "chapter", "chapters", "exist", "exists", "invalid",
-    "value", "valid", "error", "missing", "found", "step", "steps", "inside", "repository",
-    "folder", "file", "try", "more", "information", "usage", "required", "argument",
-    "expected", "unexpected", "run", "fix", "interrupted", "stopped", "refusing",
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "be",
+    "not",
+    "no",
+    "of",
+    "to",
+    "in",
+    "at",
+    "on",
+    "by",
+    "for",
+    "with",
+    "and",
+    "or",
+    "has",
+    "have",
+    "does",
+    "cannot",
+    "can",
+    "it",
+    "its",
+    "this",
+    "that",
+    "from",
+    "nothing",
+    "unknown",
+    "chapter",
+    "chapters",
+    "exist",
+    "exists",
+    "invalid",
+    "value",
+    "valid",
+    "error",
+    "missing",
+    "found",
+    "step",
+    "steps",
+    "inside",
+    "repository",
+    "folder",
+    "file",
+    "try",
+    "more",
+    "information",
+    "usage",
+    "required",
+    "argument",
+    "expected",
+    "unexpected",
+    "run",
+    "fix",
+    "interrupted",
+    "stopped",
+    "refusing",
 ];
 
 /// The English phrases in `text`: runs of two or more ASCII words (outside
@@ -85,11 +139,9 @@ fn speaks_chinese(run: &Run, what: &str) {
 fn learner_run(fixture: &Fixture, args: &[&str], code: i32) -> Run {
     let run = fixture.xtask(args);
     assert_eq!(
-        run.code,
-        code,
+        run.code, code,
         "{args:?}\nstdout:\n{}\nstderr:\n{}",
-        run.stdout,
-        run.stderr
+        run.stdout, run.stderr
     );
     speaks_chinese(&run, &args.join(" "));
     run
@@ -168,7 +220,10 @@ fn check_speaks_chinese_on_every_path() {
 fn hint_speaks_chinese_on_every_path() {
     let fixture = Fixture::course();
     learner_run(&fixture, &["hint", "03"], 2); // no hints.md yet
-    fixture.write("checkpoints/03/hints.md", "## 3.1\n### 1\n打开 types.rs。\n");
+    fixture.write(
+        "checkpoints/03/hints.md",
+        "## 3.1\n### 1\n打开 types.rs。\n",
+    );
     learner_run(&fixture, &["hint", "03"], 2); // three levels missing
     let ladder: String = ["3.1", "3.2"]
         .iter()
@@ -202,7 +257,16 @@ fn argument_errors_name_the_argument_and_the_rule() {
     let ladder = "## 3.1\n### 1\n定位\n### 2\n签名\n### 3\n伪代码\n### 4\n代码\n";
     fixture.write("checkpoints/03/hints.md", ladder);
     let level = learner_run(&fixture, &["hint", "03", "--level", "5"], 2);
-    level.fails_with(2, &["错误：", "--level", "`5`", "1 到 4", "用法：cargo xtask hint"]);
+    level.fails_with(
+        2,
+        &[
+            "错误：",
+            "--level",
+            "`5`",
+            "1 到 4",
+            "用法：cargo xtask hint",
+        ],
+    );
     let missing = learner_run(&fixture, &["check", "03"], 2);
     missing.fails_with(2, &["缺少参数 <DIR>"]);
     let step = learner_run(&fixture, &["hint", "03", "--step", "3.3"], 2);
@@ -236,7 +300,12 @@ fn checkpoint_json_keeps_its_machine_fields() {
     }
     assert!(keys_are_ascii(&json), "{json}");
     assert_eq!(json["mode"], "rebuild");
-    assert!(json["commands"]["diff"].as_str().unwrap().starts_with("git diff "));
+    assert!(
+        json["commands"]["diff"]
+            .as_str()
+            .unwrap()
+            .starts_with("git diff ")
+    );
 }
 
 #[test]
@@ -287,10 +356,7 @@ fn outside_the_repository_a_learner_is_told_in_chinese() {
 #[ignore = "locate.rs (hw-fs) raises learner_text::no_checkpoint_commit from the merge on"]
 fn a_chapter_never_cut_is_told_in_chinese() {
     let fixture = Fixture::course();
-    fixture.write_manifest(
-        "05",
-        &common::manifest("05", "x.rs", &[]),
-    );
+    fixture.write_manifest("05", &common::manifest("05", "x.rs", &[]));
     learner_run(&fixture, &["checkpoint", "05"], 2);
 }
 
@@ -317,22 +383,40 @@ fn lab_with(lib: &str) -> Fixture {
 fn compare_refuses_before_the_chapter_is_complete() {
     let fixture = lab_with("");
     let run = learner_run(&fixture, &["compare", "01", "lab"], 1);
-    run.fails_with(1, &["还没有完成", "cargo xtask compare 01 lab --anyway", "cargo xtask check 01 lab"]);
-    assert!(!run.stdout.contains("a + b"), "no answer shown: {}", run.stdout);
+    run.fails_with(
+        1,
+        &[
+            "还没有完成",
+            "cargo xtask compare 01 lab --anyway",
+            "cargo xtask check 01 lab",
+        ],
+    );
+    assert!(
+        !run.stdout.contains("a + b"),
+        "no answer shown: {}",
+        run.stdout
+    );
 
     // One test of two passes: still not complete.
     let half = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn double(x: i32) -> i32 {\n    x\n}\n";
     fs::write(fixture.root().join("lab/course/src/lib.rs"), half).unwrap();
     let run = learner_run(&fixture, &["compare", "01", "lab"], 1);
     run.fails_with(1, &["1/2"]);
-    assert!(!run.stdout.contains("x * 2"), "no answer shown: {}", run.stdout);
+    assert!(
+        !run.stdout.contains("x * 2"),
+        "no answer shown: {}",
+        run.stdout
+    );
 }
 
 #[test]
 fn compare_anyway_shows_the_answer_before_completion() {
     let fixture = lab_with("");
     let run = learner_run(&fixture, &["compare", "01", "lab", "--anyway"], 0);
-    run.prints(&["+    x * 2", "≠ course/src/lib.rs：你的 0 行，参考答案 7 行"]);
+    run.prints(&[
+        "+    x * 2",
+        "≠ course/src/lib.rs：你的 0 行，参考答案 7 行",
+    ]);
 }
 
 #[test]
@@ -340,7 +424,11 @@ fn compare_shows_each_teaching_file_beside_the_answer_once_complete() {
     let same = lab_with(ANSWER);
     let run = learner_run(&same, &["compare", "01", "lab"], 0);
     run.prints(&["= course/src/lib.rs：和参考答案一字不差"]);
-    assert!(!run.stdout.contains("@@"), "no diff for equal files: {}", run.stdout);
+    assert!(
+        !run.stdout.contains("@@"),
+        "no diff for equal files: {}",
+        run.stdout
+    );
 
     let mine = "pub fn add(a: i32, b: i32) -> i32 {\n    b + a\n}\n\npub fn double(x: i32) -> i32 {\n    x + x\n}\n";
     let other = lab_with(mine);
@@ -354,7 +442,11 @@ fn compare_shows_each_teaching_file_beside_the_answer_once_complete() {
         "+    x * 2",
         "≠ course/src/lib.rs：你的 7 行，参考答案 7 行；只在你这边的 2 行，只在参考答案里的 2 行",
     ]);
-    assert!(!run.stdout.contains('\x1b'), "no colour when piped: {:?}", run.stdout);
+    assert!(
+        !run.stdout.contains('\x1b'),
+        "no colour when piped: {:?}",
+        run.stdout
+    );
 }
 
 #[test]
