@@ -72,7 +72,10 @@ impl ChapterFolder {
                     &refusal.at.display().to_string(),
                 ))
             } else {
-                Error::bad_input(say::chapter_file_unreadable(&shown, &refusal.to_string()))
+                Error::bad_input(say::chapter_file_unreadable(
+                    &shown,
+                    &say::refusal(&refusal),
+                ))
             }
         })?;
         bytes

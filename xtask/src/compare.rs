@@ -42,7 +42,7 @@ impl cli::Compare {
         chapter::check_target(repo, &manifest, &checkpoint)?;
         let lab = find_lab(repo, &self.dir, &manifest)?;
         if !self.anyway {
-            self.require_complete(&manifest, &lab)?;
+            self.require_complete(repo, &manifest, &lab)?;
         }
         let answers = repo.tree_of(checkpoint.target.oid)?;
         let pairs = manifest
@@ -65,7 +65,7 @@ impl cli::Compare {
     }
 
     /// Refuses unless `check NN DIR` calls the chapter complete.
-    fn require_complete(&self, manifest: &Manifest, lab: &Path) -> Result<()> {
+    fn require_complete(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<()> {
         noteln!(
             "{}",
             say::compare_checking(&shell_word(&self.dir.display().to_string()))
@@ -89,7 +89,8 @@ impl cli::Compare {
         let checked = Invocation {
             command: &command,
             extra: &[],
-            dir: lab,
+            // check finds the course repository from where it runs.
+            dir: &repo.root,
             target_dir: &lab.join("target"),
             timeout: self.limit.duration().saturating_mul(runs.saturating_add(1)),
         }
@@ -167,7 +168,7 @@ fn read_mine(lab: &Path, path: &RepoPath) -> Result<Option<String>> {
         } else {
             Error::bad_input(say::compare_not_readable(
                 path.as_str(),
-                &refusal.to_string(),
+                &say::refusal(&refusal),
             ))
         }
     })?;

@@ -19,6 +19,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use crate::locate::Checkpoint;
 use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::safe_fs::{Reason, Refusal};
 
 // --- Who reads ---
 
@@ -609,12 +610,27 @@ pub fn chapter_file_symlink(path: &str, at: &str) -> String {
     )
 }
 
-/// A chapter folder file cannot be read; `why` is the refusal (English,
-/// shown to authors only).
+/// A chapter folder file cannot be read; `why` is [`refusal`]'s.
 pub fn chapter_file_unreadable(path: &str, why: &str) -> String {
     pick(
-        || format!("读不了课程仓库的 {path}：请检查这个文件，或告诉课程作者"),
+        || format!("读不了课程仓库的 {path}：{why}；请检查这个文件，或告诉课程作者"),
         || format!("cannot read {path}: {why}"),
+    )
+}
+
+/// Why a path below a folder could not be used (see `safe_fs`).
+pub fn refusal(refusal: &Refusal) -> String {
+    let at = refusal.at.display();
+    pick(
+        || match &refusal.reason {
+            Reason::Symlink => format!("`{at}` 是符号链接，xtask 从不穿过它"),
+            Reason::NotAFolder => format!("`{at}` 不是文件夹"),
+            Reason::Folder => format!("`{at}` 是文件夹，不是文件"),
+            Reason::NotAFile => format!("`{at}` 不是普通文件"),
+            Reason::NotRelative => format!("`{at}` 不是留在文件夹里的相对路径"),
+            Reason::Io(error) => format!("`{at}`：{}", io_kind(error)),
+        },
+        || refusal.to_string(),
     )
 }
 

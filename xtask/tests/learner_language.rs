@@ -462,3 +462,15 @@ fn compare_never_reads_through_a_symlink() {
     assert!(!run.stdout.contains("secret"), "{}", run.stdout);
     assert!(Path::new(&outside).exists());
 }
+
+#[test]
+fn compare_works_on_a_lab_outside_the_repository() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = fixture.dir.path().join("labs/第一章");
+    fixture
+        .xtask(&["practice", "01", lab.to_str().unwrap()])
+        .success();
+    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
+    let run = learner_run(&fixture, &["compare", "01", lab.to_str().unwrap()], 0);
+    run.prints(&["= course/src/lib.rs：和参考答案一字不差"]);
+}
