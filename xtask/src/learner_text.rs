@@ -144,14 +144,16 @@ fn labs_line(labs: &[String]) -> String {
 }
 
 pub fn no_such_lab(dir: &str, chapter: &str, root: &str, labs: &[String]) -> String {
-    let seen = if labs.is_empty() {
-        "当前目录和课程仓库根目录下也还没有别的练习目录。".to_string()
+    let missing = if labs.is_empty() {
+        format!("找不到练习目录 {dir}：当前目录和课程仓库根目录下都没有它，也没有别的练习目录。")
     } else {
-        labs_line(labs)
+        format!(
+            "找不到练习目录 {dir}：当前目录和课程仓库根目录下都没有它。{}",
+            labs_line(labs)
+        )
     };
     format!(
-        "找不到练习目录 {dir}（当前目录和课程仓库根目录下都没有它）。{seen}\
-         要新建一个，在课程仓库根目录 {root} 运行 `cargo xtask practice {chapter} ./lab`"
+        "{missing}要新建一个，在课程仓库根目录 {root} 运行 `cargo xtask practice {chapter} ./lab`"
     )
 }
 
@@ -889,5 +891,30 @@ fn invalid_value(arg: &str, value: &str) -> String {
         format!("参数 {arg} 缺少值：{rule}")
     } else {
         format!("参数 {arg} 不接受 `{value}`：{rule}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> ChapterId {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_chapter_starts_where_the_one_before_ends() {
+        assert_eq!(chapter_start(id("03")), "第 02 章的终点");
+        assert_eq!(chapter_start(id("10")), "第 09 章的终点");
+        assert_eq!(chapter_start(id("01")), "课程的初始代码");
+        assert_eq!(practice_from(id("03"), Mode::Observe), "第 03 章的终点");
+    }
+
+    #[test]
+    fn a_lab_with_no_other_labs_is_not_missing_twice() {
+        let message = no_such_lab("lab", "03", "/course", &[]);
+        assert_eq!(message.matches("根目录下").count(), 1, "{message}");
+        let seen = no_such_lab("lab", "03", "/course", &["lab2".to_string()]);
+        assert!(seen.contains("能看到的练习目录：lab2。"), "{seen}");
     }
 }

@@ -201,6 +201,16 @@ fn practice_speaks_chinese_on_every_path() {
     made.prints(&["cargo xtask compare 03 lab", "AGENTS.md"]);
     let guide = fs::read_to_string(fixture.root().join("lab/LEARNING.md")).unwrap();
     assert!(english_prose(&guide).is_empty(), "{guide}");
+    for needle in [
+        "起点：第 02 章的终点",
+        "cargo xtask compare 03",
+        "AGENTS.md",
+    ] {
+        assert!(
+            guide.contains(needle),
+            "{needle} missing from the guide:\n{guide}"
+        );
+    }
 }
 
 #[test]
