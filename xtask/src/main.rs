@@ -43,12 +43,15 @@ fn main() -> ExitCode {
     signals::install();
     // Who reads is known before parsing, so argument errors speak the
     // command's language too.
-    let name = std::env::args_os().nth(1);
-    let audience = cli::audience_of(&name.unwrap_or_default().to_string_lossy());
+    let name = std::env::args_os()
+        .nth(1)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let audience = cli::audience_of(&name);
     say::set_audience(audience);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => return argument_error(&error, audience),
+        Err(error) => return argument_error(&error, &name, audience),
     };
     match out::catch_print_panics(|| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -63,8 +66,8 @@ fn main() -> ExitCode {
 
 /// Reports what clap found wrong with the arguments (exit 2), or prints the
 /// help or version it was asked for (exit 0). A learner command's errors are
-/// rendered in the learner's language.
-fn argument_error(error: &clap::Error, audience: Audience) -> ExitCode {
+/// rendered in the learner's language (`name` is the subcommand).
+fn argument_error(error: &clap::Error, name: &str, audience: Audience) -> ExitCode {
     if !error.use_stderr() {
         // Help and version go to stdout: a closed one is no error, a full
         // one is (as for every command's output).
@@ -79,10 +82,9 @@ fn argument_error(error: &clap::Error, audience: Audience) -> ExitCode {
         };
     }
     if audience == Audience::Learner {
-        let name = std::env::args().nth(1).unwrap_or_default();
         out::note(format_args!(
             "{}",
-            say::argument_error(error, &name, &cli::usage(&name))
+            say::argument_error(error, name, &cli::usage(name))
         ));
     } else {
         let _ = error.print();
