@@ -14,9 +14,10 @@ use crate::manifest::ChapterId;
 /// `--timeout` says otherwise.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 
-/// The course's checkpoint tooling.
+/// The course's checkpoint tooling: locate, practise, check, compare and
+/// verify chapters.
 #[derive(Debug, Parser)]
-#[command(name = "xtask", bin_name = "cargo xtask", version, about, long_about = None)]
+#[command(name = "xtask", bin_name = "cargo xtask", version, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
