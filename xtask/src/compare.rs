@@ -58,6 +58,7 @@ impl cli::Compare {
             })
             .collect::<Result<Vec<_>>>()?;
         print(
+            self.anyway,
             &manifest,
             &shell_word(&self.dir.display().to_string()),
             &pairs,
@@ -110,7 +111,15 @@ impl cli::Compare {
                 .as_u64()
                 .and_then(|count| usize::try_from(count).ok())
         };
-        let verdict = say::compare_verdict(count("passed").unwrap_or(0), count("expected"));
+        let mut red_steps: Vec<String> = report["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|step| step["green"] == false)
+            .filter_map(|step| step["id"].as_str().map(String::from))
+            .collect();
+        red_steps.dedup();
+        let verdict = say::compare_verdict(count("passed"), count("expected"), &red_steps);
         let anyway = format!(
             "cargo xtask compare {id} {} --anyway",
             shell_word(&self.dir.display().to_string())
@@ -203,7 +212,7 @@ fn paint(text: &str, paint: Paint, colour: bool) -> String {
     }
 }
 
-fn print(manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
+fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let id = manifest.id.to_string();
     outln!("{}", say::compare_heading(&id, &manifest.title, lab))?;
@@ -239,7 +248,12 @@ fn print(manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
     for line in distances {
         outln!("{line}")?;
     }
-    outln!("\n{}", say::COMPARE_CLOSING)?;
+    let closing = if anyway {
+        say::COMPARE_CLOSING_ANYWAY
+    } else {
+        say::COMPARE_CLOSING
+    };
+    outln!("\n{closing}")?;
     out::flush()
 }
 

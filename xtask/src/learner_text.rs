@@ -477,6 +477,10 @@ pub fn compare_distance(
 pub const COMPARE_CLOSING: &str =
     "参考答案只是一种写法：测试都通过了，你的写法就是对的。挑一两处不同，想想各自的取舍。";
 
+/// The closing line when `--anyway` skipped check's verdict.
+pub const COMPARE_CLOSING_ANYWAY: &str =
+    "参考答案只是一种写法。你用了 --anyway，没有先确认本章完成：先让 check 报告完成，再回来对照。";
+
 pub fn compare_refused(chapter: &str, lab: &str, verdict: &str, anyway: &str) -> String {
     format!(
         "第 {chapter} 章在 {lab} 里还没有完成（{verdict}），所以 compare 先不给你看参考答案：\
@@ -485,12 +489,18 @@ pub fn compare_refused(chapter: &str, lab: &str, verdict: &str, anyway: &str) ->
     )
 }
 
-pub fn compare_verdict(passed: usize, expected: Option<usize>) -> String {
-    match expected {
-        Some(expected) => {
-            format!("check 的结论：{passed}/{expected} 个聚焦测试通过，或有步骤没通过")
+/// Why check does not call the chapter complete, from its report.
+pub fn compare_verdict(
+    passed: Option<usize>,
+    expected: Option<usize>,
+    red_steps: &[String],
+) -> String {
+    match (passed, expected) {
+        (Some(passed), Some(expected)) if passed < expected => {
+            format!("{passed}/{expected} 个聚焦测试通过")
         }
-        None => format!("check 的结论：{passed} 个聚焦测试通过，但还有没通过的"),
+        _ if !red_steps.is_empty() => format!("步骤 {} 还没通过", red_steps.join("、")),
+        _ => "check 说还没有完成".to_string(),
     }
 }
 
