@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::learner_text;
+use crate::learner_text as say;
 use crate::locate::Checkpoint;
 use crate::manifest::{self, ChapterId, Manifest};
 use crate::repo::CourseRepo;
@@ -52,30 +52,36 @@ impl ChapterFolder {
         self.dir.join(GUIDE_FILE)
     }
 
+    /// `path` relative to the repository root, for messages.
+    pub fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
     /// Reads a text file below the repository root, never through a symlink;
     /// `None` when it does not exist.
     pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        let shown = relative.display().to_string();
         let bytes = safe_fs::read_inside(&self.root, relative).map_err(|refusal| {
             if refusal.is_symlink() {
-                Error::bad_input(format!(
-                    "cannot read {}: `{}` is a symlink, and xtask never reads through one \
-                     (nothing outside the repository is read); make it a regular file or folder of the repository",
-                    relative.display(),
-                    refusal.at.display()
+                Error::bad_input(say::chapter_file_symlink(
+                    &shown,
+                    &refusal.at.display().to_string(),
                 ))
             } else {
-                Error::bad_input(format!("cannot read {}: {refusal}", relative.display()))
+                Error::bad_input(say::chapter_file_unreadable(
+                    &shown,
+                    &say::refusal(&refusal),
+                ))
             }
         })?;
         bytes
             .map(|bytes| {
-                String::from_utf8(bytes).map_err(|_| {
-                    Error::bad_input(format!(
-                        "{} is not UTF-8 text: save it as UTF-8",
-                        relative.display()
-                    ))
-                })
+                String::from_utf8(bytes)
+                    .map_err(|_| Error::bad_input(say::chapter_file_not_utf8(&shown)))
             })
             .transpose()
     }
@@ -83,12 +89,9 @@ impl ChapterFolder {
     /// Reads the guide and the tutor protocol a practice folder hands out.
     pub fn handout(&self) -> Result<Handout> {
         let path = self.guide_path();
-        let guide = self.read_text(&path)?.ok_or_else(|| {
-            Error::bad_input(format!(
-                "{} does not exist: every chapter folder needs its learner's guide",
-                path.display()
-            ))
-        })?;
+        let guide = self
+            .read_text(&path)?
+            .ok_or_else(|| Error::bad_input(say::guide_missing(&self.shown(&path))))?;
         let tutor = match self.dir.parent() {
             Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
             None => None,
@@ -99,19 +102,20 @@ impl ChapterFolder {
     /// Reads and checks the manifest. Errors give the file, line and column.
     pub fn load(&self) -> Result<Manifest> {
         let path = self.manifest_path();
+        let shown = self.shown(&path);
         let text = self
             .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(format!("{} does not exist", path.display())))?;
+            .ok_or_else(|| Error::bad_input(say::manifest_missing(&shown)))?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
             let message = error.to_string();
             let explained = manifest::closest_key_hint(&message).unwrap_or(message);
-            Error::bad_input(format!(
-                "{}:{}:{}: malformed manifest: {explained}; fix it (the keys are listed in README.md)",
-                path.display(),
+            Error::bad_input(say::manifest_malformed(
+                &shown,
                 error.line(),
-                error.column()
+                error.column(),
+                &explained,
             ))
         })?;
         let mut problems = manifest.problems();
@@ -127,11 +131,7 @@ impl ChapterFolder {
         if problems.is_empty() {
             Ok(manifest)
         } else {
-            Err(Error::bad_input(format!(
-                "{}: {}",
-                path.display(),
-                problems.join("; ")
-            )))
+            Err(Error::bad_input(say::manifest_problems(&shown, &problems)))
         }
     }
 }
@@ -146,9 +146,9 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => {
-            return Err(Error::bad_input(format!(
-                "cannot read {}: {error}",
-                checkpoints_dir.display()
+            return Err(Error::bad_input(say::checkpoints_unreadable(
+                &checkpoints_dir.display().to_string(),
+                &error,
             )));
         }
     };
@@ -166,11 +166,10 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
         .collect();
     chapters.sort_by(|a, b| (a.id, &a.dir).cmp(&(b.id, &b.dir)));
     if let Some(pair) = chapters.windows(2).find(|pair| pair[0].id == pair[1].id) {
-        return Err(Error::bad_input(format!(
-            "{} and {} are both chapter {}: keep one folder per chapter",
-            pair[0].dir.display(),
-            pair[1].dir.display(),
-            pair[0].id
+        return Err(Error::bad_input(say::two_folders_for_one_chapter(
+            &pair[0].dir.display().to_string(),
+            &pair[1].dir.display().to_string(),
+            pair[0].id,
         )));
     }
     Ok(chapters)
@@ -183,12 +182,11 @@ pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
     all.into_iter()
         .find(|chapter| chapter.id == id)
         .ok_or_else(|| {
-            let existing = if known.is_empty() {
-                format!("{} holds no chapter folders", checkpoints_dir.display())
-            } else {
-                format!("chapters that exist: {}", known.join(", "))
-            };
-            Error::bad_input(format!("unknown chapter {id}: {existing}"))
+            Error::bad_input(say::unknown_chapter(
+                id,
+                &known,
+                &checkpoints_dir.display().to_string(),
+            ))
         })
 }
 
@@ -199,16 +197,11 @@ impl ChapterFolder {
     }
 }
 
-/// The guide with a header naming the chapter, its commits and focused test.
+/// The guide with its header, for `practice.rs`'s call of today; the
+/// header is learner text, rendered by [`crate::learner_text::guide_with_header`]
+/// (which practice calls directly from the merge on, with the lab's path).
 pub fn guide_with_header(manifest: &Manifest, checkpoint: &Checkpoint, guide: &str) -> String {
-    let header = learner_text::guide_header(
-        &manifest.id.to_string(),
-        &manifest.title,
-        (&checkpoint.parent.short, &checkpoint.parent.subject),
-        (&checkpoint.target.short, &checkpoint.target.subject),
-        manifest.focused_test.as_str(),
-    );
-    format!("{header}{guide}")
+    say::guide_with_header(manifest, checkpoint, None, guide)
 }
 
 /// Checks the manifest against the target commit: the focused test and
@@ -223,11 +216,10 @@ pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpo
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(Error::bad_input(format!(
-            "checkpoints/{}/{MANIFEST_FILE} names {} that target {} does not have: fix the manifest or re-cut the chapter",
+        Err(Error::bad_input(say::target_lacks_files(
             manifest.id,
-            missing.join(", "),
-            checkpoint.target.short
+            &missing,
+            &checkpoint.target.short,
         )))
     }
 }

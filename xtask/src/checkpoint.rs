@@ -1,4 +1,6 @@
 //! `checkpoint NN`: where a chapter starts and ends, and how to practise it.
+//! The answer is one `git diff` away, so the diff command comes last, after
+//! a line asking the learner to predict it first.
 
 use git2::{Delta, DiffOptions};
 use serde::Serialize;
@@ -6,6 +8,7 @@ use serde::Serialize;
 use crate::chapter;
 use crate::cli;
 use crate::error::{self, Result};
+use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
 use crate::out::outln;
@@ -116,24 +119,37 @@ fn status_letter(status: Delta) -> char {
     }
 }
 
+/// The learner's view: where the chapter starts and ends, named by what
+/// they are, and the diff only after asking for a prediction.
 fn print_text(report: &Report<'_>) -> Result<()> {
-    let mode = match report.mode {
-        Mode::Rebuild => "rebuild: practise from the parent",
-        Mode::Observe => "observe: practise from the target",
-    };
-    outln!("Chapter {} — {} ({mode})", report.id, report.title)?;
-    for (role, commit) in [("parent", report.parent), ("target", report.target)] {
-        outln!("  {role}  {}  {}", commit.short, commit.subject)?;
-        outln!("          {}", commit.id)?;
+    outln!(
+        "{}",
+        say::checkpoint_heading(report.id, report.title, report.mode)
+    )?;
+    let ends = [
+        (say::START, say::chapter_start(report.id), report.parent),
+        (say::END, say::end_of(report.id), report.target),
+    ];
+    for (role, what, commit) in ends {
+        outln!(
+            "{}",
+            say::checkpoint_commit(role, &what, &commit.short, &commit.id)
+        )?;
     }
     outln!()?;
-    outln!("The layer changes {} file(s):", report.files.len())?;
+    outln!("{}", say::layer_changes(report.files.len()))?;
     for file in &report.files {
         outln!("  {} {}", file.status, file.path)?;
     }
     outln!()?;
-    outln!("Focused test: {}", report.focused_test)?;
-    outln!("Practise:     {}", report.commands.practice)?;
-    outln!("Run it:       {}", report.commands.run)?;
-    outln!("See the diff: {}", report.commands.diff)
+    outln!(
+        "{}",
+        say::checkpoint_commands(
+            report.focused_test,
+            &report.commands.practice,
+            &report.commands.run
+        )
+    )?;
+    outln!()?;
+    outln!("{}", say::predict_then_diff(&report.commands.diff))
 }

@@ -1,15 +1,23 @@
-//! Every command and flag of `cargo xtask`, in one place.
+//! Every command and flag of `cargo xtask`, in one place. Each subcommand's
+//! help is its struct's doc comment; the learner commands are named in
+//! [`audience_of`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
+use crate::learner_text::Audience;
 use crate::manifest::ChapterId;
 
-/// The course's checkpoint tooling.
+/// Seconds one run may take before its process tree is stopped, unless
+/// `--timeout` says otherwise.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+
+/// The course's checkpoint tooling: locate, practise, check, compare and
+/// verify chapters.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", version, about, long_about = None)]
+#[command(name = "xtask", bin_name = "cargo xtask", version, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -17,33 +25,65 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Locate a chapter: its parent and target commits, the files its layer
-    /// changes and the commands to practise it.
     Checkpoint(Checkpoint),
-    /// Create an isolated practice folder: the parent's tree, the focused
-    /// test and LEARNING.md; no history, no answer.
     Practice(Practice),
-    /// List every chapter in checkpoints/ and whether it locates.
-    List(List),
-    /// Prove checkpoints honest: red at the parent, green at the target,
-    /// every step's count, every declared fault caught, nothing leaked.
-    Verify(Verify),
-    /// Report where a learner stands in a practice folder: does it compile,
-    /// which steps are green, and the first failing test's deviation.
     Check(Check),
-    /// Print a step's hints, one rung at a time: 1 locate the file,
-    /// 2 the signature, 3 pseudocode, 4 partial code.
     Hint(Hint),
-    /// Measure the kit against the baselines a user would pick instead
-    /// (release build; median and spread of repeated runs).
+    Compare(Compare),
+    List(List),
+    Verify(Verify),
     Bench(Bench),
-    /// For course authors: re-cut chapter NN from the work tree's learner
-    /// world, replaying every later chapter on top, then verify.
     Recut(Recut),
 }
 
-/// Locate a chapter: its parent and target commits, the files its layer
-/// changes and the commands to practise it.
+/// Who the subcommand `name` speaks to: the learner commands speak the
+/// course's language, every other command (and no command) English.
+pub fn audience_of(name: &str) -> Audience {
+    match name {
+        "checkpoint" | "practice" | "check" | "hint" | "compare" => Audience::Learner,
+        _ => Audience::Author,
+    }
+}
+
+/// The usage line of subcommand `name`, without clap's label.
+pub fn usage(name: &str) -> String {
+    let mut command = Cli::command();
+    command.build();
+    let usage = match command.find_subcommand_mut(name) {
+        Some(subcommand) => subcommand.render_usage().to_string(),
+        None => command.render_usage().to_string(),
+    };
+    usage
+        .trim()
+        .strip_prefix("Usage:")
+        .unwrap_or(&usage)
+        .trim()
+        .to_string()
+}
+
+/// How long one run may take: `--timeout`, shared by the commands that run
+/// a chapter's tests.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct Timeout {
+    /// Seconds one run may take before its whole process tree is stopped.
+    #[arg(
+        long = "timeout",
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_TIMEOUT_SECS,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub secs: u64,
+}
+
+impl Timeout {
+    /// The limit as a duration.
+    pub fn duration(self) -> Duration {
+        Duration::from_secs(self.secs)
+    }
+}
+
+/// Locate a chapter: where it starts and ends, the files its layer changes
+/// and the commands to practise it.
 #[derive(Debug, clap::Args)]
 pub struct Checkpoint {
     /// Chapter id, e.g. 03 (or 3).
@@ -63,28 +103,6 @@ pub struct Practice {
     pub dir: PathBuf,
 }
 
-/// List every chapter in checkpoints/ and whether it locates.
-#[derive(Debug, clap::Args)]
-pub struct List {
-    /// Print JSON for tools.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Prove checkpoints honest: red at the parent, green at the target,
-/// every step's count, every declared fault caught, nothing leaked.
-#[derive(Debug, clap::Args)]
-pub struct Verify {
-    /// Chapters to verify; all of checkpoints/ when none is given.
-    pub ids: Vec<ChapterId>,
-    /// Print the result table as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Seconds one focused run may take before it is stopped.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
-}
-
 /// Report where a learner stands in a practice folder: does it compile,
 /// which steps are green, and the first failing test's deviation.
 #[derive(Debug, clap::Args)]
@@ -102,9 +120,8 @@ pub struct Check {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Seconds one focused run may take before it is stopped.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub limit: Timeout,
 }
 
 /// Print a step's hints, one rung at a time: 1 locate the file,
@@ -119,6 +136,45 @@ pub struct Hint {
     /// Show hints up to this level.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
     pub level: u8,
+}
+
+/// After the chapter is complete in a practice folder: each teaching file
+/// beside the reference answer (the target's), as a diff.
+#[derive(Debug, clap::Args)]
+pub struct Compare {
+    /// Chapter id, e.g. 03.
+    pub id: ChapterId,
+    /// The practice folder.
+    pub dir: PathBuf,
+    /// Compare even though the chapter is not complete in DIR yet.
+    #[arg(long)]
+    pub anyway: bool,
+    #[command(flatten)]
+    pub limit: Timeout,
+}
+
+/// List every chapter in checkpoints/ and whether it locates.
+#[derive(Debug, clap::Args)]
+pub struct List {
+    /// Print JSON for tools.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prove checkpoints honest: red at the parent, green at the target,
+/// every step's count, every declared fault caught, nothing leaked.
+#[derive(Debug, clap::Args)]
+pub struct Verify {
+    /// Chapters to verify; all of checkpoints/ when none is given.
+    pub ids: Vec<ChapterId>,
+    /// Print the result table as JSON.
+    #[arg(long)]
+    pub json: bool,
+    // recut builds a `Verify` with a plain number (until it calls a verify
+    // API): this field becomes `#[command(flatten)] limit: Timeout` then.
+    /// Seconds one run may take before its whole process tree is stopped.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
 }
 
 /// Measure the kit against the baselines a user would pick instead
@@ -161,7 +217,7 @@ impl Verify {
 impl Check {
     /// How long one run may take before its process tree is stopped.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout)
+        self.limit.duration()
     }
 }
 
@@ -174,8 +230,6 @@ pub enum Workload {
     Locate,
     /// The course crate's stream against `std::sync::mpsc`.
     Stream,
-    /// The course crate's partial snapshots, cost per event.
-    Partial,
     /// The course crate's system replay against a bare loop.
     Replay,
     /// The course crate's typed JSON against `serde_json::Value`.
@@ -190,5 +244,39 @@ impl Workload {
         self.to_possible_value()
             .map(|value| value.get_name().to_string())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_learner_commands_are_subcommands() {
+        let command = Cli::command();
+        let learner: Vec<&str> = command
+            .get_subcommands()
+            .map(|subcommand| subcommand.get_name())
+            .filter(|name| audience_of(name) == Audience::Learner)
+            .collect();
+        assert_eq!(
+            learner,
+            ["checkpoint", "practice", "check", "hint", "compare"]
+        );
+        assert_eq!(audience_of("verify"), Audience::Author);
+        assert_eq!(audience_of(""), Audience::Author);
+    }
+
+    #[test]
+    fn every_subcommand_has_its_help_once() {
+        Cli::command().debug_assert();
+        for subcommand in Cli::command().get_subcommands() {
+            assert!(
+                subcommand.get_about().is_some(),
+                "{} has no help",
+                subcommand.get_name()
+            );
+        }
+        assert_eq!(usage("hint"), "cargo xtask hint [OPTIONS] <ID>");
     }
 }

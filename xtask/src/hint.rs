@@ -40,10 +40,10 @@ impl cli::Hint {
             Some(step) => hints.iter().find(|hints| hints.step == step),
         }
         .ok_or_else(|| {
-            Error::bad_input(format!(
-                "chapter {id} has no step {}: valid steps are {}",
+            Error::bad_input(say::no_such_step(
+                &id.to_string(),
                 step.unwrap_or("?"),
-                known.join(", ")
+                &known,
             ))
         })?;
         let level = usize::from(level);
@@ -66,19 +66,15 @@ impl cli::Hint {
     }
 }
 
-/// Reads and checks a hints file.
 /// Reads and checks a chapter's hints file (never through a symlink).
 pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
     let path = chapter.hints_path();
-    let text = chapter.read_text(&path)?.ok_or_else(|| {
-        Error::bad_input(format!(
-            "{} does not exist: author the chapter's hints there",
-            path.display()
-        ))
-    })?;
-    parse(&text).map_err(|(line, problem)| {
-        Error::bad_input(format!("{}:{line}: {problem}", path.display()))
-    })
+    let shown = chapter.shown(&path);
+    let text = chapter
+        .read_text(&path)?
+        .ok_or_else(|| Error::bad_input(say::hints_missing(&shown)))?;
+    parse(&text)
+        .map_err(|(line, problem)| Error::bad_input(say::hints_malformed(&shown, line, &problem)))
 }
 
 /// Parses the hints format; errors carry a 1-based line number.

@@ -1,4 +1,4 @@
-//! `bench [--quick] [--json]`: what the kit costs its users, measured side
+//! `bench [--quick] [--only …] [--json]`: what the kit costs its users, measured side
 //! by side with the baseline a user would pick instead. Figures are printed,
 //! never asserted; each is the median of repeated runs with its spread.
 
@@ -65,7 +65,7 @@ impl cli::Bench {
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let options = self;
         if cfg!(debug_assertions) {
-            return rerun_in_release(repo, options);
+            return rerun_in_release(repo);
         }
         let quick = options.quick;
         let repeats = if quick { 3 } else { 5 };
@@ -78,7 +78,7 @@ impl cli::Bench {
             let result = match workload {
                 Workload::Practice => git_ops::practice(quick, repeats),
                 Workload::Locate => git_ops::locate(quick, repeats),
-                Workload::Stream | Workload::Partial | Workload::Replay | Workload::Json => {
+                Workload::Stream | Workload::Replay | Workload::Json => {
                     course_rows::run(repo, &name, quick)
                 }
                 Workload::Learner => learner::learner_loop(repo, if quick { 1 } else { 3 }),
@@ -98,8 +98,10 @@ impl cli::Bench {
     }
 }
 
-fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
-    eprintln!("bench: building xtask in release mode first …");
+/// Runs this same command line again from a release build: its own
+/// arguments are forwarded as they were given, never re-encoded.
+fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
+    noteln!("bench: building xtask in release mode first …");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -110,23 +112,9 @@ fn rerun_in_release(repo: &CourseRepo, options: &cli::Bench) -> Result<()> {
             "--manifest-path",
             "xtask/Cargo.toml",
             "--",
-            "bench",
         ])
+        .args(std::env::args_os().skip(1))
         .current_dir(&repo.root);
-    if options.quick {
-        command.arg("--quick");
-    }
-    if options.json {
-        command.arg("--json");
-    }
-    if !options.only.is_empty() {
-        let names: Vec<String> = options
-            .only
-            .iter()
-            .map(|workload| workload.name())
-            .collect();
-        command.arg(format!("--only={}", names.join(",")));
-    }
     // In a process group of its own, ended with xtask: a signal never leaves
     // the release build, or the release bench it runs, behind.
     let status = crate::runner::run_live(&mut command, "cargo for the release build")?;

@@ -1,0 +1,285 @@
+//! `compare NN DIR`: once the chapter is complete in a practice folder, each
+//! teaching file of the learner beside the reference answer (the target's),
+//! as a diff, with one line per file saying how far apart they are. Before
+//! that it refuses; `--anyway` insists.
+//!
+//! "Complete" is `check`'s verdict, not a second opinion: compare runs
+//! `check NN DIR --json` (this same program, through the runner, so a
+//! signal or the timeout ends it) and takes its exit status. The learner's
+//! files are read without following a symlink.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use git2::{DiffOptions, Patch};
+
+use crate::chapter;
+use crate::cli;
+use crate::error::{self, Error, Result};
+use crate::learner_text as say;
+use crate::locate;
+use crate::manifest::{Manifest, RepoPath};
+use crate::out::{self, noteln, outln, shell_word};
+use crate::repo::CourseRepo;
+use crate::runner::Invocation;
+use crate::safe_fs;
+use crate::tree;
+
+/// One teaching file, the learner's and the answer's.
+struct Pair {
+    path: RepoPath,
+    /// `None` when the lab has no such file.
+    mine: Option<String>,
+    answer: String,
+}
+
+impl cli::Compare {
+    /// Runs the command: exit 1 (and nothing shown) while the chapter is not
+    /// complete in DIR, unless `--anyway`.
+    pub fn run(&self, repo: &CourseRepo) -> Result<()> {
+        let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
+        let checkpoint = locate::locate(&repo.git, self.id)?;
+        chapter::check_target(repo, &manifest, &checkpoint)?;
+        let lab = find_lab(repo, &self.dir, &manifest)?;
+        if !self.anyway {
+            self.require_complete(repo, &manifest, &lab)?;
+        }
+        let answers = repo.tree_of(checkpoint.target.oid)?;
+        let pairs = manifest
+            .teaching_files
+            .iter()
+            .map(|path| {
+                let answer = tree::file_at(&repo.git, &answers, path.as_str())?.unwrap_or_default();
+                Ok(Pair {
+                    path: path.clone(),
+                    mine: read_mine(&lab, path)?,
+                    answer: String::from_utf8_lossy(&answer).into_owned(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        print(
+            self.anyway,
+            &manifest,
+            &shell_word(&self.dir.display().to_string()),
+            &pairs,
+        )
+    }
+
+    /// Refuses unless `check NN DIR` calls the chapter complete.
+    fn require_complete(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<()> {
+        noteln!(
+            "{}",
+            say::compare_checking(&shell_word(&self.dir.display().to_string()))
+        );
+        let program = std::env::current_exe()
+            .map_err(|error| Error::environment(format!("cannot find xtask itself: {error}")))?;
+        let id = manifest.id.to_string();
+        let secs = self.limit.secs.to_string();
+        let command: Vec<String> = [
+            program.to_string_lossy().as_ref(),
+            "check",
+            &id,
+            &lab.to_string_lossy(),
+            "--json",
+            "--timeout",
+            &secs,
+        ]
+        .map(String::from)
+        .to_vec();
+        let runs = u32::try_from(manifest.runs().len()).unwrap_or(u32::MAX);
+        let checked = Invocation {
+            command: &command,
+            extra: &[],
+            // check finds the course repository from where it runs.
+            dir: &repo.root,
+            target_dir: &lab.join("target"),
+            timeout: self.limit.duration().saturating_mul(runs.saturating_add(1)),
+        }
+        .run()?;
+        if checked.success {
+            return Ok(());
+        }
+        let report: Option<serde_json::Value> = serde_json::from_str(&checked.stdout).ok();
+        let Some(report) = report else {
+            // check refused the folder itself: its message is the learner's.
+            let message = checked.output.trim();
+            let message = message.strip_prefix(say::error_prefix()).unwrap_or(message);
+            return Err(Error::bad_input(message.to_string()));
+        };
+        let count = |key: &str| {
+            report[key]
+                .as_u64()
+                .and_then(|count| usize::try_from(count).ok())
+        };
+        let mut red_steps: Vec<String> = report["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|step| step["green"] == false)
+            .filter_map(|step| step["id"].as_str().map(String::from))
+            .collect();
+        red_steps.dedup();
+        let verdict = say::compare_verdict(count("passed"), count("expected"), &red_steps);
+        let anyway = format!(
+            "cargo xtask compare {id} {} --anyway",
+            shell_word(&self.dir.display().to_string())
+        );
+        Err(Error::check_failed(say::compare_refused(
+            &id,
+            &shell_word(&self.dir.display().to_string()),
+            &verdict,
+            &anyway,
+        )))
+    }
+}
+
+/// Resolves DIR against the current folder, then against the repository
+/// root (as `check` does); refuses the repository itself and folders that
+/// are not labs.
+fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
+    let here = std::env::current_dir().unwrap_or_default();
+    let root = repo
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| repo.root.clone());
+    let id = manifest.id.to_string();
+    let shown = dir.display().to_string();
+    let found = [here.join(dir), repo.root.join(dir)]
+        .into_iter()
+        .find(|candidate| candidate.is_dir())
+        .and_then(|candidate| candidate.canonicalize().ok());
+    let Some(lab) = found else {
+        return Err(Error::bad_input(say::no_such_lab(
+            &shown,
+            &id,
+            &root.display().to_string(),
+            &[],
+        )));
+    };
+    if lab == root || root.starts_with(&lab) {
+        return Err(Error::bad_input(say::is_the_repository(&shown, &id, &[])));
+    }
+    let is_lab = lab.join(chapter::GUIDE_FILE).is_file() && lab.join("Cargo.toml").is_file();
+    if !is_lab {
+        return Err(Error::bad_input(say::not_a_lab(&shown, &id, &[])));
+    }
+    Ok(lab)
+}
+
+/// The learner's copy of a teaching file, never read through a symlink.
+fn read_mine(lab: &Path, path: &RepoPath) -> Result<Option<String>> {
+    let bytes = safe_fs::read_inside(lab, Path::new(path.as_str())).map_err(|refusal| {
+        if refusal.is_symlink() {
+            Error::bad_input(say::compare_symlink(
+                path.as_str(),
+                &refusal.at.display().to_string(),
+            ))
+        } else {
+            Error::bad_input(say::compare_not_readable(
+                path.as_str(),
+                &say::refusal(&refusal),
+            ))
+        }
+    })?;
+    bytes
+        .map(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|_| Error::bad_input(say::compare_not_utf8(path.as_str())))
+        })
+        .transpose()
+}
+
+/// How one diff line is shown: its colour on a terminal.
+#[derive(Clone, Copy)]
+enum Paint {
+    Plain,
+    Removed,
+    Added,
+    Hunk,
+}
+
+fn paint(text: &str, paint: Paint, colour: bool) -> String {
+    let code = match paint {
+        Paint::Plain => return text.to_string(),
+        Paint::Removed => "31",
+        Paint::Added => "32",
+        Paint::Hunk => "36",
+    };
+    if colour {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let id = manifest.id.to_string();
+    outln!("{}", say::compare_heading(&id, &manifest.title, lab))?;
+    outln!("{}", say::COMPARE_LEGEND)?;
+    let mut distances = Vec::new();
+    for pair in pairs {
+        let mine = pair.mine.as_deref().unwrap_or_default();
+        let patch = Patch::from_buffers(
+            mine.as_bytes(),
+            Some(Path::new(pair.path.as_str())),
+            pair.answer.as_bytes(),
+            Some(Path::new(pair.path.as_str())),
+            Some(&mut DiffOptions::new()),
+        )
+        .map_err(error::git(format!("cannot diff {}", pair.path)))?;
+        let (_, added, removed) = patch
+            .line_stats()
+            .map_err(error::git(format!("cannot diff {}", pair.path)))?;
+        distances.push(say::compare_distance(
+            pair.path.as_str(),
+            pair.mine.as_ref().map(|mine| mine.lines().count()),
+            pair.answer.lines().count(),
+            removed,
+            added,
+        ));
+        if added + removed == 0 {
+            continue;
+        }
+        outln!("\n{}", say::compare_file(pair.path.as_str()))?;
+        print_hunks(&patch, colour)?;
+    }
+    outln!("\n{}", say::COMPARE_SUMMARY)?;
+    for line in distances {
+        outln!("{line}")?;
+    }
+    let closing = if anyway {
+        say::COMPARE_CLOSING_ANYWAY
+    } else {
+        say::COMPARE_CLOSING
+    };
+    outln!("\n{closing}")?;
+    out::flush()
+}
+
+/// The patch's hunks: a header, then each line with its `-`, `+` or space.
+fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
+    for hunk in 0..patch.num_hunks() {
+        let (header, lines) = patch
+            .hunk(hunk)
+            .map_err(error::git("cannot read a diff hunk"))?;
+        let header = String::from_utf8_lossy(header.header());
+        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour))?;
+        for index in 0..lines {
+            let line = patch
+                .line_in_hunk(hunk, index)
+                .map_err(error::git("cannot read a diff line"))?;
+            let content = String::from_utf8_lossy(line.content());
+            let content = content.trim_end_matches('\n');
+            let (mark, how) = match line.origin() {
+                '-' => ('-', Paint::Removed),
+                '+' => ('+', Paint::Added),
+                ' ' => (' ', Paint::Plain),
+                // "\ No newline at end of file" and the like: not a line of either file.
+                _ => continue,
+            };
+            outln!("{}", paint(&format!("{mark}{content}"), how, colour))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! clap's argument errors of the learner commands, rendered in the
+//! learner's language from clap's error kind and context.
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use super::error_prefix;
+
+/// A learner command's argument error, from clap's error kind and context.
+/// `usage` is the subcommand's usage line without clap's "Usage:" label.
+pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String {
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(value)) => value.clone(),
+        Some(ContextValue::Strings(values)) => values.join("、"),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let arg = text(ContextKind::InvalidArg);
+    let value = text(ContextKind::InvalidValue);
+    let what = match error.kind() {
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => invalid_value(&arg, &value),
+        ErrorKind::MissingRequiredArgument => format!("缺少参数 {arg}"),
+        ErrorKind::UnknownArgument => {
+            let suggested = text(ContextKind::SuggestedArg);
+            if suggested.is_empty() {
+                format!("{command} 不认识参数 `{arg}`")
+            } else {
+                format!("{command} 不认识参数 `{arg}`，你想写的也许是 `{suggested}`")
+            }
+        }
+        ErrorKind::NoEquals | ErrorKind::WrongNumberOfValues | ErrorKind::TooManyValues => {
+            format!("参数 {arg} 的值个数不对")
+        }
+        ErrorKind::ArgumentConflict => format!("参数 {arg} 不能和前面的参数一起用"),
+        ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
+        _ => format!("{command} 的参数不对"),
+    };
+    format!(
+        "{}{what}\n\n用法：{usage}\n完整说明：cargo xtask {command} --help",
+        error_prefix()
+    )
+}
+
+/// Why `value` does not fit the argument `arg` (`<ID>`, `--level <LEVEL>`, …).
+fn invalid_value(arg: &str, value: &str) -> String {
+    let name = arg.split_whitespace().next().unwrap_or(arg);
+    let rule = match name {
+        "<ID>" => "章号是一到两位数字，例如 03",
+        "--level" => "提示级别是 1 到 4 的整数：1 定位文件，2 函数签名，3 伪代码，4 局部代码",
+        "--timeout" => "超时是大于 0 的整数秒数，例如 600",
+        _ => "这个值不能用",
+    };
+    if value.is_empty() {
+        format!("参数 {arg} 缺少值：{rule}")
+    } else {
+        format!("参数 {arg} 不接受 `{value}`：{rule}")
+    }
+}
