@@ -10,16 +10,18 @@
 use std::fmt;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use git2::Repository;
 
 use super::Appended;
 use super::text::describe;
-use crate::cli;
+use crate::cli::DEFAULT_TIMEOUT_SECS;
 use crate::error::{self, Error, Result};
 use crate::out::{self, noteln};
 use crate::repo::CourseRepo;
 use crate::signals;
+use crate::verify;
 
 /// Where everything is after a re-cut that stopped before its commit point.
 pub const AS_THEY_WERE: &str = "the branch, the index and the work tree are all as they were";
@@ -107,12 +109,11 @@ pub fn verify(output: &mut Output, repo: &CourseRepo) -> Result<()> {
     output.line(format_args!(
         "Verifying every chapter (skip this with --no-verify)…"
     ));
-    let verdict = cli::Verify {
+    let options = verify::Options {
         ids: Vec::new(),
-        json: false,
-        timeout: 600,
-    }
-    .run(repo);
+        timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+    };
+    let verdict = verify::run(repo, &options).and_then(|report| report.show(false));
     let Err(error) = verdict else { return Ok(()) };
     if error.exit_code() > 128 {
         return Err(ended(error.context(format!(

@@ -94,7 +94,7 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
                 .unwrap_or_default();
             (
                 content.clone(),
-                file_mode(meta.permissions().mode()),
+                tree::file_mode(meta.permissions().mode()),
                 Some(content),
             )
         } else {
@@ -114,15 +114,6 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-/// The git mode of a regular file with permission bits `permissions`: as
-/// git decides it, by the owner's execute bit.
-fn file_mode(permissions: u32) -> i32 {
-    if permissions & 0o100 != 0 {
-        tree::MODE_EXECUTABLE
-    } else {
-        tree::MODE_FILE
-    }
-}
 
 /// What a practice folder's files must be: the base tree's blobs, the
 /// target's lab tests and the handout.
@@ -190,7 +181,7 @@ impl Expected {
                 self.base_short
             ));
         };
-        (file.blob != (wanted.oid, normal_mode(wanted.mode)))
+        (file.blob != (wanted.oid, tree::normal_mode(wanted.mode)))
             .then(|| format!("{shown} differs from {from}"))
     }
 
@@ -229,14 +220,6 @@ fn differences(
     Ok(problems)
 }
 
-/// Git's legacy group-writable mode counts as a plain file.
-fn normal_mode(mode: i32) -> i32 {
-    if mode == tree::MODE_GROUP_WRITABLE {
-        tree::MODE_FILE
-    } else {
-        mode
-    }
-}
 
 /// The files a practice folder may hold the answer in: the lab tests and
 /// the guide, and in `observe` mode the teaching files themselves.
@@ -389,12 +372,5 @@ mod tests {
             without_whitespace(answer),
             without_whitespace(b"pub fn add(a: i32) -> i32 { b }")
         );
-    }
-
-    #[test]
-    fn the_owners_execute_bit_makes_a_file_executable_as_in_git() {
-        assert_eq!(file_mode(0o644), tree::MODE_FILE);
-        assert_eq!(file_mode(0o744), tree::MODE_EXECUTABLE);
-        assert_eq!(file_mode(0o645), tree::MODE_FILE);
     }
 }
