@@ -19,7 +19,7 @@ use crate::libtest::{self, CompileError, Failure, Report};
 use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::out::{noteln, out, outln};
-use crate::practice::display_path;
+use crate::out::display_path;
 use crate::repo::CourseRepo;
 use crate::runner::Invocation;
 use crate::safe_fs;

@@ -2,27 +2,37 @@
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
 //! beside it (`.NAME.practice-<pid>-<random>`, marked by a file inside that
-//! holds the pid) and renamed into place, and a later run into the same DIR
-//! removes the staging folders of runs that died.
+//! holds the pid, the content in a folder of its own beside the mark so no
+//! file of a tree can be taken for it) and renamed into place, and a later
+//! run into the same DIR removes the staging folders of runs that died. An
+//! existing empty DIR is kept (its mode, owner and inode): the content's
+//! entries are moved into it, and moved back out if one cannot be.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 use tempfile::TempDir;
 
 use crate::error::{self, Error, Result};
 use crate::out;
 use crate::repo::CourseRepo;
+use crate::safe_fs::{self, Open};
 
 /// What marks a staging folder's name: `.NAME` + this + `<pid>-<random>`.
 const STAGING_MARK: &str = ".practice-";
 /// The file in every staging folder, holding the pid of the run that made
 /// it: only a folder with this file is ever removed as a dead run's.
 const MARKER: &str = ".xtask-staging";
+/// The folder in every staging folder that holds the practice folder's
+/// content, apart from the [`MARKER`]: a tree may hold a file of any name.
+const CONTENT: &str = "content";
 /// How many bytes of DIR's name a staging folder's name keeps, so a DIR
 /// name up to the 255-byte limit still leaves room for the rest.
 const NAME_KEPT: usize = 100;
@@ -139,11 +149,7 @@ impl Destination {
                  (e.g. `lab`); nothing was touched"
             )));
         }
-        let root = repo
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| repo.root.clone());
-        if root.starts_with(dir) {
+        if repo.canonical_root.starts_with(dir) {
             return Err(Error::bad_input(format!(
                 "{shown} is the course repository or a folder containing it: \
                  choose a new folder (e.g. `lab`); nothing was touched"
@@ -193,8 +199,9 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new, private staging folder beside DIR, with its [`MARKER`].
-    pub fn staging(&self) -> Result<TempDir> {
+    /// A new, private staging folder beside DIR, with its [`MARKER`] and
+    /// its empty [`Staging::content`] folder.
+    pub fn staging(&self) -> Result<Staging> {
         let pid = std::process::id();
         let mut prefix = staging_prefix(self.name());
         prefix.push(format!("{pid}-"));
@@ -213,29 +220,33 @@ impl Destination {
             .open(&marker)
             .and_then(|mut file| file.write_all(pid.to_string().as_bytes()))
             .map_err(error::io(format!("cannot write {}", marker.display())))?;
-        Ok(staging)
+        let content = staging.path().join(CONTENT);
+        fs::create_dir(&content)
+            .map_err(error::io(format!("cannot create {}", content.display())))?;
+        Ok(Staging(staging))
     }
 
-    /// Renames the finished `staging` folder to DIR. If DIR appeared in the
-    /// meantime (another run was faster), the staging folder is removed and
-    /// DIR left as it is.
-    pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
-        let marker = staging.path().join(MARKER);
-        fs::remove_file(&marker).map_err(error::io(format!(
-            "cannot remove {} before moving the folder into place",
-            marker.display()
-        )))?;
-        match fs::rename(staging.path(), &self.path) {
-            Ok(()) => {
-                // Renamed away: nothing is left for the guard to remove.
-                let _ = staging.keep();
-                Ok(())
-            }
+    /// Puts the finished staging content at DIR: renamed to DIR when DIR did
+    /// not exist, else moved entry by entry into the existing empty DIR,
+    /// which keeps its mode and owner. If DIR was created or filled in the
+    /// meantime (another run was faster), this run's copy is removed and DIR
+    /// left as it is. The staging folder goes when `staging` is dropped.
+    pub fn move_into_place(&self, staging: Staging) -> Result<()> {
+        let content = staging.content();
+        let moved = if self.exists {
+            fill(&content, &self.path)
+        } else {
+            fs::rename(&content, &self.path)
+        };
+        drop(staging);
+        match moved {
+            Ok(()) => Ok(()),
             Err(error)
-                if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST))
-                    || error.kind() == ErrorKind::NotADirectory =>
+                if matches!(
+                    Errno::from_io_error(&error),
+                    Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR | Errno::LOOP)
+                ) =>
             {
-                drop(staging);
                 Err(Error::bad_input(format!(
                     "another run created {} while this one was writing (or something else put files there): \
                      this run's copy was removed and {} was left as it is; use that folder or choose a new one",
@@ -243,14 +254,58 @@ impl Destination {
                     self.path.display()
                 )))
             }
-            Err(error) => {
-                drop(staging);
-                Err(Error::bad_input(format!(
-                    "cannot move the practice folder into place at {}: {error}; this run's copy was removed",
-                    self.path.display()
-                )))
-            }
+            Err(error) => Err(error::io(format!(
+                "cannot move the practice folder into place at {}; this run's copy was removed",
+                self.path.display()
+            ))(error)),
         }
+    }
+}
+
+/// A staging folder: removed with all it holds when dropped.
+pub struct Staging(TempDir);
+
+impl Staging {
+    /// The folder to build the practice folder's content in.
+    pub fn content(&self) -> PathBuf {
+        self.0.path().join(CONTENT)
+    }
+}
+
+/// Moves every entry of `content` into the existing folder `dir` (opened
+/// without following a symlink), never replacing anything there. If one
+/// cannot be moved, those already moved go back, so `dir` is left as it was.
+fn fill(content: &Path, dir: &Path) -> std::io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let from = rustix::fs::open(content, flags, Mode::empty())?;
+    let to = rustix::fs::open(dir, flags, Mode::empty())?;
+    let names = fs::read_dir(content)?
+        .map(|entry| entry.map(|entry| entry.file_name()))
+        .collect::<std::io::Result<Vec<OsString>>>()?;
+    let mut moved: Vec<&OsString> = Vec::new();
+    for name in &names {
+        if let Err(error) = rename_no_replace(&from, name, &to) {
+            for name in moved.iter().rev() {
+                let _ = rename_no_replace(&to, name, &from);
+            }
+            return Err(error);
+        }
+        moved.push(name);
+    }
+    Ok(())
+}
+
+/// Renames `name` from folder `from` to folder `to`, failing with EEXIST
+/// when `to` has an entry of that name.
+fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> std::io::Result<()> {
+    match rustix::fs::renameat_with(from, name, to, name, RenameFlags::NOREPLACE) {
+        // A file system without RENAME_NOREPLACE: look, then rename.
+        Err(Errno::INVAL) => match rustix::fs::statat(to, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => Err(Errno::EXIST.into()),
+            Err(Errno::NOENT) => Ok(rustix::fs::renameat(from, name, to, name)?),
+            Err(errno) => Err(errno.into()),
+        },
+        done => Ok(done?),
     }
 }
 
@@ -307,15 +362,14 @@ pub fn remove_stale_staging(parent: Parent<'_>) {
         return;
     };
     let prefix = staging_prefix(parent.name);
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     for entry in entries.filter_map(|entry| entry.ok()) {
         let name = entry.file_name();
         let Some(pid) = staging_pid(name.as_bytes(), prefix.as_bytes()) else {
             continue;
         };
         let path = entry.path();
-        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| is_own_folder(&meta, me));
         if ours
             && marker_pid(&path) == Some(pid)
             && !process_exists(pid)
@@ -359,28 +413,28 @@ fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
     }
 }
 
+/// True when `meta` (not following a symlink) is a real folder owned by
+/// user `me`: only such a folder may be a staging folder of ours.
+fn is_own_folder(meta: &fs::Metadata, me: u32) -> bool {
+    meta.is_dir() && meta.uid() == me
+}
+
 /// The pid in staging folder `folder`'s [`MARKER`], read without following
-/// a symlink; `None` when there is none or it holds anything else.
+/// a symlink or waiting on a fifo; `None` when there is none or it holds
+/// anything else.
 fn marker_pid(folder: &Path) -> Option<i32> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(folder.join(MARKER))
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
+    let file = safe_fs::open_inside(folder, Path::new(MARKER), Open::Read).ok()?;
     let mut text = String::new();
     file.take(32).read_to_string(&mut text).ok()?;
     text.trim().parse().ok().filter(|&pid: &i32| pid > 0)
 }
 
+/// True unless process `pid` is known to be gone (ESRCH).
 fn process_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) != Err(Errno::SRCH)
 }
 
 #[cfg(test)]

@@ -140,7 +140,10 @@ pub fn is_environment(error: &std::io::Error) -> bool {
             | ErrorKind::ReadOnlyFilesystem
             | ErrorKind::QuotaExceeded
             | ErrorKind::OutOfMemory
-    ) || matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    ) || matches!(
+        rustix::io::Errno::from_io_error(error),
+        Some(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE)
+    )
 }
 
 /// The exit code for a command ended by `signal`: 128 + the signal.
@@ -150,11 +153,12 @@ fn signal_exit_code(signal: i32) -> u8 {
 
 /// `SIGINT` or `SIGTERM`, for messages.
 fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
-        libc::SIGTERM => "SIGTERM".to_string(),
-        libc::SIGHUP => "SIGHUP (the terminal closed)".to_string(),
-        libc::SIGQUIT => "SIGQUIT (Ctrl-\\)".to_string(),
-        other => format!("signal {other}"),
+    use rustix::process::Signal;
+    match Signal::from_named_raw(signal) {
+        Some(Signal::INT) => "SIGINT (Ctrl-C)".to_string(),
+        Some(Signal::TERM) => "SIGTERM".to_string(),
+        Some(Signal::HUP) => "SIGHUP (the terminal closed)".to_string(),
+        Some(Signal::QUIT) => "SIGQUIT (Ctrl-\\)".to_string(),
+        _ => format!("signal {signal}"),
     }
 }

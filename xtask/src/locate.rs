@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::{self, Error, Result};
 use crate::manifest::{ChapterId, Mode};
+use crate::repo::short_id;
 
 /// A chapter's two commits.
 #[derive(Debug, Clone, Serialize)]
@@ -36,7 +37,8 @@ impl Checkpoint {
 pub struct CommitInfo {
     /// The full id.
     pub id: String,
-    /// The id abbreviated to 7 characters (as `git log --oneline` would).
+    /// The id abbreviated to [`crate::repo::SHORT_ID_LEN`] characters (as
+    /// `git log --oneline` would).
     pub short: String,
     pub subject: String,
     #[serde(skip)]
@@ -45,10 +47,9 @@ pub struct CommitInfo {
 
 impl CommitInfo {
     fn of(commit: &Commit<'_>) -> Self {
-        let id = commit.id().to_string();
         CommitInfo {
-            short: id[..7].to_string(),
-            id,
+            id: commit.id().to_string(),
+            short: short_id(commit.id()),
             subject: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                 .into_owned(),
             oid: commit.id(),
@@ -166,7 +167,7 @@ impl Ord for Newest<'_> {
 }
 
 fn short(commit: &Commit<'_>) -> String {
-    commit.id().to_string()[..7].to_string()
+    short_id(commit.id())
 }
 
 /// Locates chapter `id`, or `None` when no commit reachable from HEAD is its

@@ -11,6 +11,7 @@ mod error;
 mod exclude;
 mod freshness;
 mod hint;
+mod lab;
 mod learner_text;
 mod libtest;
 mod list;

@@ -13,6 +13,7 @@ use std::any::Any;
 use std::fmt;
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
@@ -90,6 +91,20 @@ pub fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+/// `path` relative to `base` when it is below it, else absolute.
+pub fn relative_or_absolute(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+/// `dir` relative to the current directory when it is below it, else absolute.
+pub fn display_path(dir: &Path) -> String {
+    let here = std::env::current_dir().unwrap_or_default();
+    relative_or_absolute(dir, &here)
 }
 
 /// Runs `run`, turning a panic of `print!`/`println!` on a closed or full

@@ -38,7 +38,6 @@ use crate::libtest::{self, Report};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode, RepoPath};
 use crate::out::{noteln, outln};
-use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
 use crate::safe_fs;
@@ -463,7 +462,7 @@ impl Verifier<'_> {
             mode,
             ..chapter.manifest.clone()
         };
-        practice::build(
+        crate::lab::build(
             self.repo,
             &manifest,
             &chapter.checkpoint,
