@@ -22,8 +22,6 @@ enum Kind {
     /// Exit 128 + the signal: SIGINT or SIGTERM arrived; the command stopped
     /// what it ran and cleaned up on its way out.
     Interrupted(i32),
-    /// Exit 0, silently: whoever read our stdout went away (`xtask … | head`).
-    StdoutClosed,
 }
 
 /// The result of every fallible step of a command.
@@ -65,19 +63,6 @@ impl Error {
         }
     }
 
-    /// Writing to stdout failed. A closed pipe ends the command quietly with
-    /// exit 0 (`xtask list | head`); anything else (a full disk) is exit 1.
-    pub fn stdout(error: std::io::Error) -> Self {
-        if error.kind() == std::io::ErrorKind::BrokenPipe {
-            Error {
-                kind: Kind::StdoutClosed,
-                message: String::new(),
-            }
-        } else {
-            Error::check_failed(format!("cannot write to standard output: {error}"))
-        }
-    }
-
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self.kind {
@@ -85,13 +70,7 @@ impl Error {
             Kind::BadInput => 2,
             Kind::Environment => 3,
             Kind::Interrupted(signal) => signal_exit_code(signal),
-            Kind::StdoutClosed => 0,
         }
-    }
-
-    /// True when the error ends the command without a message (stdout closed).
-    pub fn is_silent(&self) -> bool {
-        self.kind == Kind::StdoutClosed
     }
 
     /// Prefixes the message with what was being done.

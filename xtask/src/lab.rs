@@ -17,6 +17,7 @@ use crate::chapter::{self, Handout};
 use crate::error::{Error, Result};
 use crate::locate::Checkpoint;
 use crate::manifest::Manifest;
+use crate::out::escape_control;
 use crate::repo::CourseRepo;
 use crate::safe_fs::{self, Refusal};
 use crate::tree::{self, Written};
@@ -33,7 +34,7 @@ pub fn build(
 ) -> Result<Written> {
     let git = &repo.git;
     let base = checkpoint.base(manifest.mode);
-    let base_name = format!("{} {}", base.short, base.subject);
+    let base_name = format!("{} {}", base.short, escape_control(&base.subject));
     let base_tree = repo.tree_of(base.oid)?;
     let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
 

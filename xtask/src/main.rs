@@ -59,9 +59,7 @@ fn main() -> ExitCode {
     match out::catch_print_panics(|| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            if !error.is_silent() {
-                out::note(format_args!("error: {error}"));
-            }
+            out::note(format_args!("error: {error}"));
             ExitCode::from(error.exit_code())
         }
     }

@@ -21,7 +21,7 @@ use crate::lab;
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
 use crate::manifest::Manifest;
-use crate::out::{self, outln, relative_or_absolute, shell_word};
+use crate::out::{self, escape_control, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
 use crate::signals;
 use crate::tree::Written;
@@ -116,11 +116,20 @@ fn print_next_steps(
     let id = manifest.id.to_string();
     outln!(
         "{}",
-        say::practice_ready(&id, &manifest.title, &dir.display().to_string())
+        say::practice_ready(
+            &id,
+            &escape_control(&manifest.title),
+            &escape_control(&dir.display().to_string())
+        )
     )?;
     outln!(
         "  {}",
-        say::practice_base(&base.short, &base.subject, written.files, written.symlinks)
+        say::practice_base(
+            &base.short,
+            &escape_control(&base.subject),
+            written.files,
+            written.symlinks
+        )
     )?;
     outln!(
         "  {}",

@@ -114,6 +114,7 @@ pub enum Open {
     CreateNew,
     /// Read and write, creating the file if missing and never truncating it:
     /// a lock file to hold with [`File::try_lock`].
+    #[allow(dead_code)] // for verify's work-folder lock
     Lock,
 }
 
@@ -286,6 +287,13 @@ fn kind(stat: &rustix::fs::Stat) -> FileType {
 
 fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
     rustix::fs::openat(folder, name, flags, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+}
+
+/// Makes a fifo at `path`, for tests of what is never waited on.
+#[cfg(test)]
+pub fn make_fifo(path: &Path) -> io::Result<()> {
+    let mode = Mode::from_raw_mode(0o644);
+    Ok(rustix::fs::mknodat(rustix::fs::CWD, path, FileType::Fifo, mode, 0)?)
 }
 
 #[cfg(test)]
