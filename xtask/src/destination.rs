@@ -534,10 +534,108 @@ mod tests {
         assert_eq!(dest.path, here.join("a/b/c"));
         assert_eq!(dest.missing_parents, [here.join("a"), here.join("a/b")]);
 
+        // `new` is missing: `new/b` is below it even when `./b` exists.
+        fs::create_dir(here.join("b")).unwrap();
+        let dest = resolve("new/b");
+        assert_eq!(dest.path, here.join("new/b"));
+        assert_eq!(dest.missing_parents, [here.join("new")]);
+        assert!(!dest.exists);
+        let dest = resolve("new/../b");
+        assert_eq!(dest.path, here.join("b"));
+        assert!(dest.missing_parents.is_empty());
+        assert!(dest.exists, "`..` undid the missing `new`: `b` is the existing one");
+
         assert_eq!(resolve("link/lab").path, here.join("real/lab"));
         assert_eq!(resolve("link/../x").path, here.join("x"));
         assert_eq!(resolve(".").path, here);
         assert!(resolve("real").exists);
         assert_eq!(resolve("/").path, Path::new("/"));
+    }
+
+    #[test]
+    fn only_a_real_folder_of_this_user_counts_as_ours() {
+        let holder = tempfile::tempdir().unwrap();
+        let folder = holder.path().join("folder");
+        let file = holder.path().join("file");
+        fs::create_dir(&folder).unwrap();
+        fs::write(&file, "").unwrap();
+        std::os::unix::fs::symlink(&folder, holder.path().join("link")).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let meta = |name: &str| fs::symlink_metadata(holder.path().join(name)).unwrap();
+        assert!(is_own_folder(&meta("folder"), me));
+        assert!(!is_own_folder(&meta("folder"), me + 1), "another user's");
+        assert!(!is_own_folder(&meta("file"), me));
+        assert!(!is_own_folder(&meta("link"), me));
+    }
+
+    #[test]
+    fn a_symlink_or_file_looking_like_a_dead_runs_staging_folder_stays() {
+        let holder = tempfile::tempdir().unwrap();
+        let parent = holder.path().join("parent");
+        let elsewhere = holder.path().join("elsewhere");
+        fs::create_dir_all(&parent).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        let dead = ended.id();
+        fs::write(elsewhere.join(MARKER), dead.to_string()).unwrap();
+        fs::write(elsewhere.join("work.rs"), "precious\n").unwrap();
+        let link = parent.join(format!(".lab.practice-{dead}-l1"));
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let file = parent.join(format!(".lab.practice-{dead}-f1"));
+        fs::write(&file, dead.to_string()).unwrap();
+
+        remove_stale_staging(Parent {
+            folder: &parent,
+            name: OsStr::new("lab"),
+        });
+        assert!(fs::symlink_metadata(&link).is_ok(), "the symlink stays");
+        assert!(file.is_file(), "the file stays");
+        assert_eq!(fs::read_to_string(elsewhere.join("work.rs")).unwrap(), "precious\n");
+    }
+
+    #[test]
+    fn a_fifo_as_the_marker_is_no_marker_and_is_not_waited_on() {
+        let holder = tempfile::tempdir().unwrap();
+        let folder = holder.path().join(".lab.practice-1-a");
+        fs::create_dir(&folder).unwrap();
+        crate::safe_fs::make_fifo(&folder.join(MARKER)).unwrap();
+        assert_eq!(marker_pid(&folder), None);
+        fs::remove_file(folder.join(MARKER)).unwrap();
+        fs::write(folder.join(MARKER), "42\n").unwrap();
+        assert_eq!(marker_pid(&folder), Some(42));
+    }
+
+    #[test]
+    fn an_existing_folder_is_filled_and_left_as_it_was_if_it_cannot_be() {
+        use std::os::unix::fs::PermissionsExt;
+        let holder = tempfile::tempdir().unwrap();
+        let content = holder.path().join("content");
+        let dir = holder.path().join("dir");
+        fs::create_dir_all(content.join("course/src")).unwrap();
+        fs::write(content.join("Cargo.toml"), "[workspace]\n").unwrap();
+        fs::write(content.join("course/src/lib.rs"), "").unwrap();
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o710)).unwrap();
+        let inode = fs::metadata(&dir).unwrap().ino();
+        fill(&content, &dir).unwrap();
+        let meta = fs::metadata(&dir).unwrap();
+        assert_eq!((meta.ino(), meta.mode() & 0o7777), (inode, 0o710));
+        assert!(dir.join("course/src/lib.rs").is_file());
+        assert_eq!(fs::read_dir(&content).unwrap().count(), 0);
+
+        // Something appeared in DIR meanwhile: nothing is replaced, and what
+        // was moved goes back.
+        let again = holder.path().join("again");
+        fs::create_dir_all(again.join("a")).unwrap();
+        fs::create_dir_all(again.join("z")).unwrap();
+        let taken = holder.path().join("taken");
+        fs::create_dir_all(&taken).unwrap();
+        fs::write(taken.join("z"), "theirs\n").unwrap();
+        let error = fill(&again, &taken).unwrap_err();
+        assert_eq!(Errno::from_io_error(&error), Some(Errno::EXIST), "{error}");
+        assert_eq!(fs::read_to_string(taken.join("z")).unwrap(), "theirs\n");
+        assert_eq!(fs::read_dir(&taken).unwrap().count(), 1, "only theirs is left");
+        assert!(again.join("a").is_dir() && again.join("z").is_dir());
     }
 }

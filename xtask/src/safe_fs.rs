@@ -142,6 +142,9 @@ pub fn open_inside(root: &Path, rel: &Path, how: Open) -> Result<File, Refusal> 
     let meta = file
         .metadata()
         .map_err(|error| Refusal::new(at(), Reason::Io(error)))?;
+    if meta.is_dir() {
+        return Err(Refusal::new(at(), Reason::Folder));
+    }
     if !meta.is_file() {
         return Err(Refusal::new(at(), Reason::NotAFile));
     }
@@ -335,7 +338,7 @@ mod tests {
             assert!(refusal.is_symlink(), "{rel}: {refusal}");
             assert_eq!(refusal.at, Path::new(at), "{rel}");
         }
-        assert!(matches!(read("real").unwrap_err().reason, Reason::NotAFile));
+        assert!(matches!(read("real").unwrap_err().reason, Reason::Folder));
         assert!(matches!(
             read("real/file/x").unwrap_err().reason,
             Reason::NotAFolder
@@ -377,5 +380,74 @@ mod tests {
         assert_eq!(fs::read(outside.join("sub/secret")).unwrap(), b"secret\n");
         assert!(!outside.join("new").exists());
         assert!(!holder.path().join("x").exists());
+    }
+
+    #[test]
+    fn reading_creates_nothing_on_the_way() {
+        let (_holder, root, _) = setup();
+        assert!(read_inside(&root, Path::new("missing/deeper/file")).unwrap().is_none());
+        let refusal = open_inside(&root, Path::new("missing/file"), Open::Read).unwrap_err();
+        assert!(refusal.is_not_found(), "{refusal}");
+        assert!(!root.join("missing").exists(), "no folder made by a read");
+        remove_inside(&root, Path::new("missing/file")).unwrap();
+        assert!(!root.join("missing").exists(), "no folder made by a removal");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_however_it_is_opened() {
+        let (_holder, root, _) = setup();
+        make_fifo(&root.join("real/fifo")).unwrap();
+        let started = std::time::Instant::now();
+        let refusal = read_inside(&root, Path::new("real/fifo")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFile), "{refusal}");
+        for how in [Open::Read, Open::Append, Open::Lock, Open::CreateNew] {
+            let refusal = open_inside(&root, Path::new("real/fifo"), how).unwrap_err();
+            assert!(matches!(refusal.reason, Reason::NotAFile), "{how:?}: {refusal}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // A fifo on the way is not a folder.
+        let refusal = read_inside(&root, Path::new("real/fifo/x")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFolder), "{refusal}");
+        let error = Error::from(refusal);
+        assert_eq!(error.exit_code(), 2);
+    }
+
+    #[test]
+    fn each_way_of_opening_does_what_it_says_and_follows_no_symlink() {
+        let (_holder, root, outside) = setup();
+        let open = |rel: &str, how| open_inside(&root, Path::new(rel), how);
+        open("new/log", Open::Append).unwrap().write_all(b"a\n").unwrap();
+        open("new/log", Open::Append).unwrap().write_all(b"b\n").unwrap();
+        assert_eq!(fs::read(root.join("new/log")).unwrap(), b"a\nb\n");
+        open("new/lock", Open::CreateNew).unwrap();
+        assert!(open("new/lock", Open::CreateNew).unwrap_err().is_already_there());
+        let mut lock = open("new/log", Open::Lock).unwrap();
+        let mut kept = String::new();
+        lock.read_to_string(&mut kept).unwrap();
+        assert_eq!(kept, "a\nb\n", "a lock file is never truncated");
+        for how in [Open::Read, Open::Append, Open::CreateNew, Open::Lock] {
+            for (rel, at) in [("real/secret-link", "real/secret-link"), ("link/secret", "link")] {
+                let refusal = open(rel, how).unwrap_err();
+                assert!(refusal.is_symlink(), "{how:?} {rel}: {refusal}");
+                assert_eq!(refusal.at, Path::new(at));
+            }
+            assert!(matches!(open("real", how).unwrap_err().reason, Reason::Folder), "{how:?}");
+        }
+        remove_inside(&root, Path::new("real/secret-link")).unwrap();
+        assert!(fs::symlink_metadata(root.join("real/secret-link")).is_err());
+        assert!(remove_inside(&root, Path::new("link/secret")).unwrap_err().is_symlink());
+        assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret\n");
+        assert!(!outside.join("lock").exists() && !outside.join("log").exists());
+    }
+
+    #[test]
+    fn a_denied_permission_is_the_environments_failure() {
+        let refusal = Refusal::new(
+            PathBuf::from("x"),
+            Reason::Io(io::Error::from(io::ErrorKind::PermissionDenied)),
+        );
+        assert_eq!(Error::from(refusal).exit_code(), 3);
+        let refusal = Refusal::new(PathBuf::from("x"), Reason::Symlink);
+        assert_eq!(Error::from(refusal).exit_code(), 2);
     }
 }
