@@ -543,7 +543,10 @@ mod tests {
         let dest = resolve("new/../b");
         assert_eq!(dest.path, here.join("b"));
         assert!(dest.missing_parents.is_empty());
-        assert!(dest.exists, "`..` undid the missing `new`: `b` is the existing one");
+        assert!(
+            dest.exists,
+            "`..` undid the missing `new`: `b` is the existing one"
+        );
 
         assert_eq!(resolve("link/lab").path, here.join("real/lab"));
         assert_eq!(resolve("link/../x").path, here.join("x"));
@@ -591,7 +594,10 @@ mod tests {
         });
         assert!(fs::symlink_metadata(&link).is_ok(), "the symlink stays");
         assert!(file.is_file(), "the file stays");
-        assert_eq!(fs::read_to_string(elsewhere.join("work.rs")).unwrap(), "precious\n");
+        assert_eq!(
+            fs::read_to_string(elsewhere.join("work.rs")).unwrap(),
+            "precious\n"
+        );
     }
 
     #[test]
@@ -635,7 +641,11 @@ mod tests {
         let error = fill(&again, &taken).unwrap_err();
         assert_eq!(Errno::from_io_error(&error), Some(Errno::EXIST), "{error}");
         assert_eq!(fs::read_to_string(taken.join("z")).unwrap(), "theirs\n");
-        assert_eq!(fs::read_dir(&taken).unwrap().count(), 1, "only theirs is left");
+        assert_eq!(
+            fs::read_dir(&taken).unwrap().count(),
+            1,
+            "only theirs is left"
+        );
         assert!(again.join("a").is_dir() && again.join("z").is_dir());
     }
 }

@@ -254,8 +254,11 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("elsewhere");
         fs::write(&target, "theirs\n").unwrap();
-        let makers: [(&str, &dyn Fn(&Path)); 3] = [
-            ("symlink", &|path| std::os::unix::fs::symlink(&target, path).unwrap()),
+        type Maker<'a> = &'a dyn Fn(&Path);
+        let makers: [(&str, Maker); 3] = [
+            ("symlink", &|path| {
+                std::os::unix::fs::symlink(&target, path).unwrap()
+            }),
             ("fifo", &|path| safe_fs::make_fifo(path).unwrap()),
             ("folder", &|path| fs::create_dir(path).unwrap()),
         ];
@@ -266,9 +269,18 @@ mod tests {
             let started = Instant::now();
             let error = add_lab(dir.path()).unwrap_err();
             assert_eq!(error.exit_code(), 2, "{what}: {error}");
-            assert!(error.to_string().contains("info/exclude"), "{what}: {error}");
-            assert!(started.elapsed() < Duration::from_secs(2), "{what}: no wait");
-            assert!(!dir.path().join(LOCK_FILE).exists(), "{what}: the lock is gone");
+            assert!(
+                error.to_string().contains("info/exclude"),
+                "{what}: {error}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{what}: no wait"
+            );
+            assert!(
+                !dir.path().join(LOCK_FILE).exists(),
+                "{what}: the lock is gone"
+            );
         }
         assert_eq!(fs::read_to_string(&target).unwrap(), "theirs\n");
         // A symlinked `info` folder is not followed either.

@@ -204,3 +204,10 @@ pub fn guide_header(
         parent.0, parent.1, target.0, target.1
     )
 }
+
+// --- hw-fs ---
+
+/// A step's own test file, copied into the lab beside the focused test.
+pub fn practice_added_step_test(test_file: &str) -> String {
+    format!("另有步骤的测试文件 {test_file}")
+}

@@ -17,9 +17,9 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
-use std::sync::OnceLock;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
@@ -242,7 +242,10 @@ mod tests {
 
     #[test]
     fn control_characters_are_escaped_and_plain_text_is_kept() {
-        assert!(matches!(escape_control("course(03): 保存 a b"), Cow::Borrowed(_)));
+        assert!(matches!(
+            escape_control("course(03): 保存 a b"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(escape_control("a\nb"), r"a\nb");
         assert_eq!(escape_control("\u{1b}[2Jgone"), r"\u{1b}[2Jgone");
         assert_eq!(escape_control("tab\there\r"), r"tab\there\r");

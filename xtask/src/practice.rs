@@ -135,6 +135,9 @@ fn print_next_steps(
         "  {}",
         say::practice_added(&checkpoint.target.short, manifest.focused_test.as_str())
     )?;
+    for test in manifest.lab_tests().into_iter().skip(1) {
+        outln!("  {}", say::practice_added_step_test(test.as_str()))?;
+    }
     for submodule in &written.submodules {
         outln!("  {}", say::practice_submodule(submodule))?;
     }
@@ -165,4 +168,3 @@ fn print_next_steps(
     outln!("\n{steps}")?;
     out::flush()
 }
-

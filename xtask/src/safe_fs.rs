@@ -168,7 +168,13 @@ pub fn remove_inside(root: &Path, rel: &Path) -> Result<(), Refusal> {
     match rustix::fs::unlinkat(&folder, *last, AtFlags::empty()) {
         Ok(()) => Ok(()),
         Err(errno) if errno == rustix::io::Errno::NOENT => Ok(()),
-        Err(errno) => Err(explain(&folder, last, rel.to_path_buf(), errno.into(), true)),
+        Err(errno) => Err(explain(
+            &folder,
+            last,
+            rel.to_path_buf(),
+            errno.into(),
+            true,
+        )),
     }
 }
 
@@ -296,7 +302,13 @@ fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Resu
 #[cfg(test)]
 pub fn make_fifo(path: &Path) -> io::Result<()> {
     let mode = Mode::from_raw_mode(0o644);
-    Ok(rustix::fs::mknodat(rustix::fs::CWD, path, FileType::Fifo, mode, 0)?)
+    Ok(rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        FileType::Fifo,
+        mode,
+        0,
+    )?)
 }
 
 #[cfg(test)]
@@ -385,12 +397,19 @@ mod tests {
     #[test]
     fn reading_creates_nothing_on_the_way() {
         let (_holder, root, _) = setup();
-        assert!(read_inside(&root, Path::new("missing/deeper/file")).unwrap().is_none());
+        assert!(
+            read_inside(&root, Path::new("missing/deeper/file"))
+                .unwrap()
+                .is_none()
+        );
         let refusal = open_inside(&root, Path::new("missing/file"), Open::Read).unwrap_err();
         assert!(refusal.is_not_found(), "{refusal}");
         assert!(!root.join("missing").exists(), "no folder made by a read");
         remove_inside(&root, Path::new("missing/file")).unwrap();
-        assert!(!root.join("missing").exists(), "no folder made by a removal");
+        assert!(
+            !root.join("missing").exists(),
+            "no folder made by a removal"
+        );
     }
 
     #[test]
@@ -402,7 +421,10 @@ mod tests {
         assert!(matches!(refusal.reason, Reason::NotAFile), "{refusal}");
         for how in [Open::Read, Open::Append, Open::Lock, Open::CreateNew] {
             let refusal = open_inside(&root, Path::new("real/fifo"), how).unwrap_err();
-            assert!(matches!(refusal.reason, Reason::NotAFile), "{how:?}: {refusal}");
+            assert!(
+                matches!(refusal.reason, Reason::NotAFile),
+                "{how:?}: {refusal}"
+            );
         }
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         // A fifo on the way is not a folder.
@@ -416,26 +438,46 @@ mod tests {
     fn each_way_of_opening_does_what_it_says_and_follows_no_symlink() {
         let (_holder, root, outside) = setup();
         let open = |rel: &str, how| open_inside(&root, Path::new(rel), how);
-        open("new/log", Open::Append).unwrap().write_all(b"a\n").unwrap();
-        open("new/log", Open::Append).unwrap().write_all(b"b\n").unwrap();
+        open("new/log", Open::Append)
+            .unwrap()
+            .write_all(b"a\n")
+            .unwrap();
+        open("new/log", Open::Append)
+            .unwrap()
+            .write_all(b"b\n")
+            .unwrap();
         assert_eq!(fs::read(root.join("new/log")).unwrap(), b"a\nb\n");
         open("new/lock", Open::CreateNew).unwrap();
-        assert!(open("new/lock", Open::CreateNew).unwrap_err().is_already_there());
+        assert!(
+            open("new/lock", Open::CreateNew)
+                .unwrap_err()
+                .is_already_there()
+        );
         let mut lock = open("new/log", Open::Lock).unwrap();
         let mut kept = String::new();
         lock.read_to_string(&mut kept).unwrap();
         assert_eq!(kept, "a\nb\n", "a lock file is never truncated");
         for how in [Open::Read, Open::Append, Open::CreateNew, Open::Lock] {
-            for (rel, at) in [("real/secret-link", "real/secret-link"), ("link/secret", "link")] {
+            for (rel, at) in [
+                ("real/secret-link", "real/secret-link"),
+                ("link/secret", "link"),
+            ] {
                 let refusal = open(rel, how).unwrap_err();
                 assert!(refusal.is_symlink(), "{how:?} {rel}: {refusal}");
                 assert_eq!(refusal.at, Path::new(at));
             }
-            assert!(matches!(open("real", how).unwrap_err().reason, Reason::Folder), "{how:?}");
+            assert!(
+                matches!(open("real", how).unwrap_err().reason, Reason::Folder),
+                "{how:?}"
+            );
         }
         remove_inside(&root, Path::new("real/secret-link")).unwrap();
         assert!(fs::symlink_metadata(root.join("real/secret-link")).is_err());
-        assert!(remove_inside(&root, Path::new("link/secret")).unwrap_err().is_symlink());
+        assert!(
+            remove_inside(&root, Path::new("link/secret"))
+                .unwrap_err()
+                .is_symlink()
+        );
         assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret\n");
         assert!(!outside.join("lock").exists() && !outside.join("log").exists());
     }

@@ -43,7 +43,11 @@ fn a_fifo_as_the_exclude_file_is_refused_at_once_and_nothing_is_left() {
     assert!(took < Duration::from_secs(10), "took {took:?}: {stderr}");
     assert!(stderr.contains("info/exclude"), "{stderr}");
     assert!(stderr.contains("not a regular file"), "{stderr}");
-    assert_eq!(snapshot(fixture.root()), before, "no lab, no staging, no lock");
+    assert_eq!(
+        snapshot(fixture.root()),
+        before,
+        "no lab, no staging, no lock"
+    );
 }
 
 #[test]
@@ -61,7 +65,10 @@ fn a_symlinked_exclude_file_or_lock_is_never_followed() {
         assert_eq!(code, Some(2), "{link}: {stderr}");
         assert!(took < Duration::from_secs(10), "{link}: took {took:?}");
         assert!(stderr.contains("symlink"), "{link}: {stderr}");
-        assert_eq!(fs::read_to_string(&outside).unwrap(), "someone else's file\n");
+        assert_eq!(
+            fs::read_to_string(&outside).unwrap(),
+            "someone else's file\n"
+        );
         assert_eq!(snapshot(fixture.root()), before, "{link}: nothing left");
     }
 }
@@ -112,8 +119,7 @@ fn a_closed_or_full_stdout_leaves_the_verdict_as_the_exit_status() {
     for stdout in ["closed", "full"] {
         let (code, stderr) = exit_code_with_stdout(&fixture, &["check", "03", "lab"], stdout);
         assert_eq!(code, 1, "red work, stdout {stdout}: {stderr}");
-        let (code, stderr) =
-            exit_code_with_stdout(&fixture, &["checkpoint", "07"], stdout);
+        let (code, stderr) = exit_code_with_stdout(&fixture, &["checkpoint", "07"], stdout);
         assert_eq!(code, 2, "bad input, stdout {stdout}: {stderr}");
     }
     // A command that succeeded: a closed pipe is no failure, a full stdout
@@ -140,13 +146,24 @@ fn commit_subjects_reach_the_terminal_with_control_characters_escaped() {
     );
     let run = fixture.xtask(&["list"]);
     run.success();
-    assert!(!run.stdout.contains('\u{1b}') && !run.stdout.contains('\r'), "{:?}", run.stdout);
-    for shown in [r"\u{1b}[2J\u{1b}[31mred\rforged", r"a \u{1b}]0;title\u{7} b", r"t\u{1b}[1mx"] {
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\r'),
+        "{:?}",
+        run.stdout
+    );
+    for shown in [
+        r"\u{1b}[2J\u{1b}[31mred\rforged",
+        r"a \u{1b}]0;title\u{7} b",
+        r"t\u{1b}[1mx",
+    ] {
         assert!(run.stdout.contains(shown), "{shown} in {:?}", run.stdout);
     }
     // JSON keeps the text itself (JSON escapes it).
     let json = fixture.xtask(&["list", "--json"]).json();
-    assert_eq!(json[0]["target"]["subject"], "course(01): a \u{1b}]0;title\u{7} b");
+    assert_eq!(
+        json[0]["target"]["subject"],
+        "course(01): a \u{1b}]0;title\u{7} b"
+    );
 
     let run = fixture.xtask(&["practice", "01", "lab"]);
     run.success();
@@ -203,6 +220,9 @@ fn signals_ignored_at_start_still_stop_a_run() {
             Some(code),
             "signal {signal}: {stderr}"
         );
-        assert!(ended, "signal {signal}: the run's processes were left running");
+        assert!(
+            ended,
+            "signal {signal}: the run's processes were left running"
+        );
     }
 }

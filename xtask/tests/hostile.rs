@@ -816,7 +816,10 @@ fn a_staging_folder_of_another_user_stays() {
         .expect("chown to another user, which needs root");
     let mine = staging_like(root, &format!(".lab.practice-{dead}-M1ne"), Some(dead));
     fixture.xtask(&["practice", "03", "lab"]).success();
-    assert!(theirs.join("course/src/lib.rs").is_file(), "another user's folder stays");
+    assert!(
+        theirs.join("course/src/lib.rs").is_file(),
+        "another user's folder stays"
+    );
     assert!(!mine.exists(), "this user's dead staging folder goes");
 }
 

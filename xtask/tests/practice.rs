@@ -314,7 +314,10 @@ fn an_existing_empty_folder_is_used_and_keeps_its_mode_and_inode() {
 fn a_new_folder_gets_the_usual_mode() {
     let fixture = Fixture::course();
     fixture.xtask(&["practice", "03", "lab"]).success();
-    let mode = fs::metadata(fixture.root().join("lab")).unwrap().permissions().mode();
+    let mode = fs::metadata(fixture.root().join("lab"))
+        .unwrap()
+        .permissions()
+        .mode();
     let created = fixture.dir.path().join("mkdir-made");
     fs::create_dir(&created).unwrap();
     let usual = fs::metadata(&created).unwrap().permissions().mode();
@@ -356,11 +359,14 @@ fn course_with_a_step_test(patch: impl FnOnce(&mut serde_json::Value)) -> Fixtur
             ("course/tests/wire.rs", "// the wire step's test\n"),
         ],
         |manifest| {
-            manifest["steps"].as_array_mut().unwrap().push(serde_json::json!({
-                "id": "1.2", "title": "线上格式", "filter": "", "expectedTests": 1,
-                "testFile": "course/tests/wire.rs",
-                "run": ["cargo", "test", "-p", "course", "--test", "wire"]
-            }));
+            manifest["steps"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({
+                    "id": "1.2", "title": "线上格式", "filter": "", "expectedTests": 1,
+                    "testFile": "course/tests/wire.rs",
+                    "run": ["cargo", "test", "-p", "course", "--test", "wire"]
+                }));
             patch(manifest);
         },
     )
@@ -369,9 +375,15 @@ fn course_with_a_step_test(patch: impl FnOnce(&mut serde_json::Value)) -> Fixtur
 #[test]
 fn a_step_with_its_own_test_file_brings_it_into_the_lab() {
     let fixture = course_with_a_step_test(|_| {});
-    fixture.xtask(&["practice", "01", "lab"]).success();
+    fixture
+        .xtask(&["practice", "01", "lab"])
+        .success()
+        .prints(&["course/tests/focused.rs", "course/tests/wire.rs"]);
     let lab = fixture.root().join("lab");
-    assert_eq!(read(&lab.join("course/tests/wire.rs")), "// the wire step's test\n");
+    assert_eq!(
+        read(&lab.join("course/tests/wire.rs")),
+        "// the wire step's test\n"
+    );
     assert_eq!(read(&lab.join("course/tests/focused.rs")), common::FOCUSED);
     assert_eq!(read(&lab.join("course/src/lib.rs")), "", "no answer");
 }
