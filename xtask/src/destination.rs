@@ -199,7 +199,7 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new, private staging folder beside DIR, with its [`MARKER`] and
+    /// A new staging folder beside DIR, with its [`MARKER`] and
     /// its empty [`Staging::content`] folder.
     pub fn staging(&self) -> Result<Staging> {
         let pid = std::process::id();

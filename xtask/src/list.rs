@@ -55,8 +55,9 @@ impl cli::List {
         }
         if rows.is_empty() {
             outln!(
-                "No chapters: {} holds no chapter folder with a checkpoint.json",
-                repo.checkpoints_dir().display()
+                "No chapters: {} holds no chapter folder with a {}",
+                repo.checkpoints_dir().display(),
+                chapter::MANIFEST_FILE
             )?;
         }
         for row in &rows {

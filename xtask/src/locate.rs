@@ -79,20 +79,20 @@ pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
             return Err(Error::bad_input(format!(
                 "chapter {id}'s target {} has no parent in this shallow clone: \
                  fetch the full history with `git fetch --unshallow` and try again",
-                short(&target)
+                short_id(target.id())
             )));
         }
         0 => {
             return Err(Error::bad_input(format!(
                 "chapter {id}'s target {} is a root commit: a checkpoint needs the previous chapter's state as its parent",
-                short(&target)
+                short_id(target.id())
             )));
         }
         _ => target.parent(0).map_err(|_| {
             Error::bad_input(format!(
                 "the parent of chapter {id}'s target {} is missing from this clone: \
                  fetch the full history with `git fetch --unshallow` and try again",
-                short(&target)
+                short_id(target.id())
             ))
         })?,
     };
@@ -164,10 +164,6 @@ impl Ord for Newest<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.time, self.order).cmp(&(other.time, other.order))
     }
-}
-
-fn short(commit: &Commit<'_>) -> String {
-    short_id(commit.id())
 }
 
 /// Locates chapter `id`, or `None` when no commit reachable from HEAD is its

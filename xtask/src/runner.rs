@@ -128,8 +128,10 @@ impl Invocation<'_> {
             } else if error.kind() == std::io::ErrorKind::NotFound {
                 format!(
                     "the program `{}` was not found: it comes from the chapter manifest's `run`; \
-                     install it or fix `run` in checkpoints/NN/checkpoint.json",
-                    program.to_string_lossy()
+                     install it or fix `run` in {}/NN/{}",
+                    program.to_string_lossy(),
+                    crate::repo::CHECKPOINTS_DIR,
+                    crate::chapter::MANIFEST_FILE
                 )
             } else {
                 error.to_string()
