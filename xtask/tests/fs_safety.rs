@@ -183,6 +183,29 @@ fn pids(lab: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// Starts `xtask check 03 lab` in `fixture` with `ignored` signals ignored
+/// from the start (a shell's `trap '' …` survives exec).
+fn check_with_ignored(fixture: &Fixture, ignored: &str) -> std::process::Child {
+    Command::new("sh")
+        .args(["-c", &format!("trap '' {ignored}; exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_xtask"))
+        .args(["check", "03", "lab"])
+        .current_dir(fixture.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Kills what a test left running.
+fn kill_all(lab: &Path) {
+    for pid in pids(lab) {
+        // SAFETY: plain kill(2) of processes this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
 /// A background job of a non-interactive shell (`cmd &`) starts with SIGINT
 /// and SIGQUIT ignored; xtask still stops on them, ends its run's process
 /// group and exits 128 + the signal.
@@ -191,16 +214,7 @@ fn signals_ignored_at_start_still_stop_a_run() {
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGQUIT, 131)] {
         let fixture = course_running(PROCESS_TREE);
         let lab = fixture.root().join("lab");
-        let mut child = Command::new("sh")
-            .args(["-c", "trap '' INT QUIT; exec \"$0\" \"$@\""])
-            .arg(env!("CARGO_BIN_EXE_xtask"))
-            .args(["check", "03", "lab"])
-            .current_dir(fixture.root())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = check_with_ignored(&fixture, "INT QUIT");
         let started = wait_until(LONG, || pids(&lab).len() == 2);
         if started {
             common::send_signal(child.id(), signal);
@@ -209,10 +223,7 @@ fn signals_ignored_at_start_still_stop_a_run() {
         let ended = wait_until(Duration::from_secs(5), || {
             pids(&lab).iter().all(|&pid| !common::is_running(pid))
         });
-        for pid in pids(&lab) {
-            // SAFETY: plain kill(2) of processes this test started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        kill_all(&lab);
         let stderr = stderr_of(&mut child);
         assert!(started, "the run never started: {stderr}");
         assert_eq!(
@@ -220,9 +231,31 @@ fn signals_ignored_at_start_still_stop_a_run() {
             Some(code),
             "signal {signal}: {stderr}"
         );
-        assert!(
-            ended,
-            "signal {signal}: the run's processes were left running"
-        );
+        assert!(ended, "signal {signal}: the run's processes were left running");
     }
+}
+
+/// `nohup xtask …` starts with SIGHUP ignored: it stays ignored (the run
+/// goes on), while SIGTERM still stops it.
+#[test]
+fn a_sighup_ignored_at_start_stays_ignored() {
+    let fixture = course_running(PROCESS_TREE);
+    let lab = fixture.root().join("lab");
+    let mut child = check_with_ignored(&fixture, "HUP");
+    let started = wait_until(LONG, || pids(&lab).len() == 2);
+    if started {
+        common::send_signal(child.id(), libc::SIGHUP);
+    }
+    // Still running a moment later: the run's own process answers for it.
+    let survived = started
+        && !wait_until(Duration::from_millis(500), || {
+            child.try_wait().unwrap().is_some()
+        });
+    common::send_signal(child.id(), libc::SIGTERM);
+    let status = wait_at_most(&mut child, Duration::from_secs(10));
+    kill_all(&lab);
+    let stderr = stderr_of(&mut child);
+    assert!(started, "the run never started: {stderr}");
+    assert!(survived, "SIGHUP ended a nohup run: {stderr}");
+    assert_eq!(status.and_then(|status| status.code()), Some(143), "{stderr}");
 }
