@@ -122,6 +122,14 @@ fn a_closed_or_full_stdout_leaves_the_verdict_as_the_exit_status() {
         let (code, stderr) = exit_code_with_stdout(&fixture, &["checkpoint", "07"], stdout);
         assert_eq!(code, 2, "bad input, stdout {stdout}: {stderr}");
     }
+    // Both streams closed: still the verdict.
+    for (args, expected) in [(&["check", "03", "lab"][..], 1), (&["checkpoint", "07"], 2)] {
+        let mut child = spawn_xtask(fixture.root(), args, Stdio::piped());
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = wait_at_most(&mut child, LONG).expect("it returns");
+        assert_eq!(status.code(), Some(expected), "{args:?} with both streams closed");
+    }
     // A command that succeeded: a closed pipe is no failure, a full stdout
     // lost the report (the environment's failure, exit 3), in one line.
     let (code, stderr) = exit_code_with_stdout(&fixture, &["list"], "closed");
