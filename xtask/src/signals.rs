@@ -25,7 +25,7 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The signals that ask the process to stop.
-pub const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
+const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
 /// Installs the handlers for the [`HANDLED`] signals; call once, first thing
 /// in `main`.
