@@ -23,7 +23,8 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
-/// Like `println!`, but returns `Result<()>` instead of panicking.
+/// Like `println!`, but never panics and never ends the command (see the
+/// module doc); returns a `Result` so every caller may write `?`.
 macro_rules! outln {
     () => {
         $crate::out::write(format_args!("\n"))
@@ -33,7 +34,7 @@ macro_rules! outln {
     };
 }
 
-/// Like `print!`, but returns `Result<()>` instead of panicking.
+/// Like `print!`, as [`outln!`] is like `println!`.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write(format_args!($($arg)*))
