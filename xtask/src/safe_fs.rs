@@ -427,8 +427,10 @@ mod tests {
             );
         }
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
-        // A fifo on the way is not a folder.
+        // A fifo on the way (a lab's `target` replaced by one) is not a folder.
         let refusal = read_inside(&root, Path::new("real/fifo/x")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFolder), "{refusal}");
+        let refusal = folder_inside(&root, Path::new("real/fifo")).unwrap_err();
         assert!(matches!(refusal.reason, Reason::NotAFolder), "{refusal}");
         let error = Error::from(refusal);
         assert_eq!(error.exit_code(), 2);
