@@ -548,6 +548,12 @@ mod tests {
             "`..` undid the missing `new`: `b` is the existing one"
         );
 
+        // A file on the way is no missing folder: it cannot be resolved.
+        fs::write(here.join("file"), "").unwrap();
+        let error = Destination::resolve(Path::new("file/lab"), &here).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("nothing was touched"), "{error}");
+
         assert_eq!(resolve("link/lab").path, here.join("real/lab"));
         assert_eq!(resolve("link/../x").path, here.join("x"));
         assert_eq!(resolve(".").path, here);
