@@ -653,5 +653,15 @@ mod tests {
             "only theirs is left"
         );
         assert!(again.join("a").is_dir() && again.join("z").is_dir());
+
+        // DIR replaced by a symlink meanwhile: not followed, nothing moved.
+        let elsewhere = holder.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let link = holder.path().join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let error = fill(&again, &link).unwrap_err();
+        assert_eq!(Errno::from_io_error(&error), Some(Errno::LOOP), "{error}");
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(&again).unwrap().count(), 2);
     }
 }
