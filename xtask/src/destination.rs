@@ -661,7 +661,10 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
         let error = fill(&again, &link).unwrap_err();
         let refused = Errno::from_io_error(&error);
-        assert!(matches!(refused, Some(Errno::NOTDIR | Errno::LOOP)), "{error}");
+        assert!(
+            matches!(refused, Some(Errno::NOTDIR | Errno::LOOP)),
+            "{error}"
+        );
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
         assert_eq!(fs::read_dir(&again).unwrap().count(), 2);
     }

@@ -128,7 +128,11 @@ fn a_closed_or_full_stdout_leaves_the_verdict_as_the_exit_status() {
         drop(child.stdout.take());
         drop(child.stderr.take());
         let status = wait_at_most(&mut child, LONG).expect("it returns");
-        assert_eq!(status.code(), Some(expected), "{args:?} with both streams closed");
+        assert_eq!(
+            status.code(),
+            Some(expected),
+            "{args:?} with both streams closed"
+        );
     }
     // A command that succeeded: a closed pipe is no failure, a full stdout
     // lost the report (the environment's failure, exit 3), in one line.
@@ -239,7 +243,10 @@ fn signals_ignored_at_start_still_stop_a_run() {
             Some(code),
             "signal {signal}: {stderr}"
         );
-        assert!(ended, "signal {signal}: the run's processes were left running");
+        assert!(
+            ended,
+            "signal {signal}: the run's processes were left running"
+        );
     }
 }
 
@@ -265,5 +272,9 @@ fn a_sighup_ignored_at_start_stays_ignored() {
     let stderr = stderr_of(&mut child);
     assert!(started, "the run never started: {stderr}");
     assert!(survived, "SIGHUP ended a nohup run: {stderr}");
-    assert_eq!(status.and_then(|status| status.code()), Some(143), "{stderr}");
+    assert_eq!(
+        status.and_then(|status| status.code()),
+        Some(143),
+        "{stderr}"
+    );
 }
