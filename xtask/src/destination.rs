@@ -405,7 +405,8 @@ fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
     let tail = std::str::from_utf8(name.strip_prefix(prefix)?).ok()?;
     let (pid, random) = tail.split_once('-')?;
     let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
-    let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    // `parse` refuses an empty pid; the digits check refuses a sign.
+    let pid_ok = pid.bytes().all(|b| b.is_ascii_digit());
     if random_ok && pid_ok {
         pid.parse().ok().filter(|&pid| pid > 0)
     } else {
@@ -421,17 +422,18 @@ fn is_own_folder(meta: &fs::Metadata, me: u32) -> bool {
 
 /// The pid in staging folder `folder`'s [`MARKER`], read without following
 /// a symlink or waiting on a fifo; `None` when there is none or it holds
-/// anything else.
+/// anything else. (It only counts when it equals the pid in the folder's
+/// name, which [`staging_pid`] keeps positive.)
 fn marker_pid(folder: &Path) -> Option<i32> {
     let file = safe_fs::open_inside(folder, Path::new(MARKER), Open::Read).ok()?;
     let mut text = String::new();
     file.take(32).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok().filter(|&pid: &i32| pid > 0)
+    text.trim().parse().ok()
 }
 
 /// True unless process `pid` is known to be gone (ESRCH).
 fn process_exists(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+    let Some(pid) = rustix::process::Pid::from_raw(pid.max(0)) else {
         return false;
     };
     rustix::process::test_kill_process(pid) != Err(Errno::SRCH)
@@ -478,6 +480,11 @@ mod tests {
         assert_eq!(
             staging_prefix(OsStr::new(&"练".repeat(80))),
             OsString::from(format!(".{}.practice-", "练".repeat(33)))
+        );
+        // Nothing but continuation bytes: cut to nothing, never below it.
+        assert_eq!(
+            staging_prefix(OsStr::from_bytes(&[0x80; 120])).as_bytes(),
+            b"..practice-"
         );
         let not_utf8 = OsStr::from_bytes(b"\xff\xfe lab");
         assert_eq!(
@@ -559,6 +566,15 @@ mod tests {
         assert_eq!(resolve(".").path, here);
         assert!(resolve("real").exists);
         assert_eq!(resolve("/").path, Path::new("/"));
+    }
+
+    #[test]
+    fn a_live_process_exists_and_an_ended_one_does_not() {
+        assert!(process_exists(std::process::id() as i32));
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        assert!(!process_exists(ended.id() as i32));
+        assert!(!process_exists(0) && !process_exists(-1));
     }
 
     #[test]
