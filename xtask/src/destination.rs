@@ -431,7 +431,8 @@ fn marker_pid(folder: &Path) -> Option<i32> {
     text.trim().parse().ok()
 }
 
-/// True unless process `pid` is known to be gone (ESRCH).
+/// True unless process `pid` is known to be gone (ESRCH); false for a pid
+/// that names no single process (0 or below).
 fn process_exists(pid: i32) -> bool {
     let Some(pid) = rustix::process::Pid::from_raw(pid.max(0)) else {
         return false;
