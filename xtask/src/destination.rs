@@ -2,27 +2,37 @@
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
 //! beside it (`.NAME.practice-<pid>-<random>`, marked by a file inside that
-//! holds the pid) and renamed into place, and a later run into the same DIR
-//! removes the staging folders of runs that died.
+//! holds the pid, the content in a folder of its own beside the mark so no
+//! file of a tree can be taken for it) and renamed into place, and a later
+//! run into the same DIR removes the staging folders of runs that died. An
+//! existing empty DIR is kept (its mode, owner and inode): the content's
+//! entries are moved into it, and moved back out if one cannot be.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 use tempfile::TempDir;
 
 use crate::error::{self, Error, Result};
 use crate::out;
 use crate::repo::CourseRepo;
+use crate::safe_fs::{self, Open};
 
 /// What marks a staging folder's name: `.NAME` + this + `<pid>-<random>`.
 const STAGING_MARK: &str = ".practice-";
 /// The file in every staging folder, holding the pid of the run that made
 /// it: only a folder with this file is ever removed as a dead run's.
 const MARKER: &str = ".xtask-staging";
+/// The folder in every staging folder that holds the practice folder's
+/// content, apart from the [`MARKER`]: a tree may hold a file of any name.
+const CONTENT: &str = "content";
 /// How many bytes of DIR's name a staging folder's name keeps, so a DIR
 /// name up to the 255-byte limit still leaves room for the rest.
 const NAME_KEPT: usize = 100;
@@ -139,11 +149,7 @@ impl Destination {
                  (e.g. `lab`); nothing was touched"
             )));
         }
-        let root = repo
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| repo.root.clone());
-        if root.starts_with(dir) {
+        if repo.canonical_root.starts_with(dir) {
             return Err(Error::bad_input(format!(
                 "{shown} is the course repository or a folder containing it: \
                  choose a new folder (e.g. `lab`); nothing was touched"
@@ -193,8 +199,9 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new, private staging folder beside DIR, with its [`MARKER`].
-    pub fn staging(&self) -> Result<TempDir> {
+    /// A new staging folder beside DIR, with its [`MARKER`] and
+    /// its empty [`Staging::content`] folder.
+    pub fn staging(&self) -> Result<Staging> {
         let pid = std::process::id();
         let mut prefix = staging_prefix(self.name());
         prefix.push(format!("{pid}-"));
@@ -213,29 +220,33 @@ impl Destination {
             .open(&marker)
             .and_then(|mut file| file.write_all(pid.to_string().as_bytes()))
             .map_err(error::io(format!("cannot write {}", marker.display())))?;
-        Ok(staging)
+        let content = staging.path().join(CONTENT);
+        fs::create_dir(&content)
+            .map_err(error::io(format!("cannot create {}", content.display())))?;
+        Ok(Staging(staging))
     }
 
-    /// Renames the finished `staging` folder to DIR. If DIR appeared in the
-    /// meantime (another run was faster), the staging folder is removed and
-    /// DIR left as it is.
-    pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
-        let marker = staging.path().join(MARKER);
-        fs::remove_file(&marker).map_err(error::io(format!(
-            "cannot remove {} before moving the folder into place",
-            marker.display()
-        )))?;
-        match fs::rename(staging.path(), &self.path) {
-            Ok(()) => {
-                // Renamed away: nothing is left for the guard to remove.
-                let _ = staging.keep();
-                Ok(())
-            }
+    /// Puts the finished staging content at DIR: renamed to DIR when DIR did
+    /// not exist, else moved entry by entry into the existing empty DIR,
+    /// which keeps its mode and owner. If DIR was created or filled in the
+    /// meantime (another run was faster), this run's copy is removed and DIR
+    /// left as it is. The staging folder goes when `staging` is dropped.
+    pub fn move_into_place(&self, staging: Staging) -> Result<()> {
+        let content = staging.content();
+        let moved = if self.exists {
+            fill(&content, &self.path)
+        } else {
+            fs::rename(&content, &self.path)
+        };
+        drop(staging);
+        match moved {
+            Ok(()) => Ok(()),
             Err(error)
-                if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST))
-                    || error.kind() == ErrorKind::NotADirectory =>
+                if matches!(
+                    Errno::from_io_error(&error),
+                    Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR | Errno::LOOP)
+                ) =>
             {
-                drop(staging);
                 Err(Error::bad_input(format!(
                     "another run created {} while this one was writing (or something else put files there): \
                      this run's copy was removed and {} was left as it is; use that folder or choose a new one",
@@ -243,14 +254,58 @@ impl Destination {
                     self.path.display()
                 )))
             }
-            Err(error) => {
-                drop(staging);
-                Err(Error::bad_input(format!(
-                    "cannot move the practice folder into place at {}: {error}; this run's copy was removed",
-                    self.path.display()
-                )))
-            }
+            Err(error) => Err(error::io(format!(
+                "cannot move the practice folder into place at {}; this run's copy was removed",
+                self.path.display()
+            ))(error)),
         }
+    }
+}
+
+/// A staging folder: removed with all it holds when dropped.
+pub struct Staging(TempDir);
+
+impl Staging {
+    /// The folder to build the practice folder's content in.
+    pub fn content(&self) -> PathBuf {
+        self.0.path().join(CONTENT)
+    }
+}
+
+/// Moves every entry of `content` into the existing folder `dir` (opened
+/// without following a symlink), never replacing anything there. If one
+/// cannot be moved, those already moved go back, so `dir` is left as it was.
+fn fill(content: &Path, dir: &Path) -> std::io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let from = rustix::fs::open(content, flags, Mode::empty())?;
+    let to = rustix::fs::open(dir, flags, Mode::empty())?;
+    let names = fs::read_dir(content)?
+        .map(|entry| entry.map(|entry| entry.file_name()))
+        .collect::<std::io::Result<Vec<OsString>>>()?;
+    let mut moved: Vec<&OsString> = Vec::new();
+    for name in &names {
+        if let Err(error) = rename_no_replace(&from, name, &to) {
+            for name in moved.iter().rev() {
+                let _ = rename_no_replace(&to, name, &from);
+            }
+            return Err(error);
+        }
+        moved.push(name);
+    }
+    Ok(())
+}
+
+/// Renames `name` from folder `from` to folder `to`, failing with EEXIST
+/// when `to` has an entry of that name.
+fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> std::io::Result<()> {
+    match rustix::fs::renameat_with(from, name, to, name, RenameFlags::NOREPLACE) {
+        // A file system without RENAME_NOREPLACE: look, then rename.
+        Err(Errno::INVAL) => match rustix::fs::statat(to, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => Err(Errno::EXIST.into()),
+            Err(Errno::NOENT) => Ok(rustix::fs::renameat(from, name, to, name)?),
+            Err(errno) => Err(errno.into()),
+        },
+        done => Ok(done?),
     }
 }
 
@@ -307,15 +362,14 @@ pub fn remove_stale_staging(parent: Parent<'_>) {
         return;
     };
     let prefix = staging_prefix(parent.name);
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     for entry in entries.filter_map(|entry| entry.ok()) {
         let name = entry.file_name();
         let Some(pid) = staging_pid(name.as_bytes(), prefix.as_bytes()) else {
             continue;
         };
         let path = entry.path();
-        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| is_own_folder(&meta, me));
         if ours
             && marker_pid(&path) == Some(pid)
             && !process_exists(pid)
@@ -351,7 +405,8 @@ fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
     let tail = std::str::from_utf8(name.strip_prefix(prefix)?).ok()?;
     let (pid, random) = tail.split_once('-')?;
     let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
-    let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    // `parse` refuses an empty pid; the digits check refuses a sign.
+    let pid_ok = pid.bytes().all(|b| b.is_ascii_digit());
     if random_ok && pid_ok {
         pid.parse().ok().filter(|&pid| pid > 0)
     } else {
@@ -359,28 +414,30 @@ fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
     }
 }
 
-/// The pid in staging folder `folder`'s [`MARKER`], read without following
-/// a symlink; `None` when there is none or it holds anything else.
-fn marker_pid(folder: &Path) -> Option<i32> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(folder.join(MARKER))
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(32).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok().filter(|&pid: &i32| pid > 0)
+/// True when `meta` (not following a symlink) is a real folder owned by
+/// user `me`: only such a folder may be a staging folder of ours.
+fn is_own_folder(meta: &fs::Metadata, me: u32) -> bool {
+    meta.is_dir() && meta.uid() == me
 }
 
+/// The pid in staging folder `folder`'s [`MARKER`], read without following
+/// a symlink or waiting on a fifo; `None` when there is none or it holds
+/// anything else. (It only counts when it equals the pid in the folder's
+/// name, which [`staging_pid`] keeps positive.)
+fn marker_pid(folder: &Path) -> Option<i32> {
+    let file = safe_fs::open_inside(folder, Path::new(MARKER), Open::Read).ok()?;
+    let mut text = String::new();
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+/// True unless process `pid` is known to be gone (ESRCH); false for a pid
+/// that names no single process (0 or below).
 fn process_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    let Some(pid) = rustix::process::Pid::from_raw(pid.max(0)) else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) != Err(Errno::SRCH)
 }
 
 #[cfg(test)]
@@ -424,6 +481,11 @@ mod tests {
         assert_eq!(
             staging_prefix(OsStr::new(&"练".repeat(80))),
             OsString::from(format!(".{}.practice-", "练".repeat(33)))
+        );
+        // Nothing but continuation bytes: cut to nothing, never below it.
+        assert_eq!(
+            staging_prefix(OsStr::from_bytes(&[0x80; 120])).as_bytes(),
+            b"..practice-"
         );
         let not_utf8 = OsStr::from_bytes(b"\xff\xfe lab");
         assert_eq!(
@@ -480,10 +542,147 @@ mod tests {
         assert_eq!(dest.path, here.join("a/b/c"));
         assert_eq!(dest.missing_parents, [here.join("a"), here.join("a/b")]);
 
+        // `new` is missing: `new/b` is below it even when `./b` exists.
+        fs::create_dir(here.join("b")).unwrap();
+        let dest = resolve("new/b");
+        assert_eq!(dest.path, here.join("new/b"));
+        assert_eq!(dest.missing_parents, [here.join("new")]);
+        assert!(!dest.exists);
+        let dest = resolve("new/../b");
+        assert_eq!(dest.path, here.join("b"));
+        assert!(dest.missing_parents.is_empty());
+        assert!(
+            dest.exists,
+            "`..` undid the missing `new`: `b` is the existing one"
+        );
+
+        // A file on the way is no missing folder: it cannot be resolved.
+        fs::write(here.join("file"), "").unwrap();
+        let error = Destination::resolve(Path::new("file/lab"), &here).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("nothing was touched"), "{error}");
+
         assert_eq!(resolve("link/lab").path, here.join("real/lab"));
         assert_eq!(resolve("link/../x").path, here.join("x"));
         assert_eq!(resolve(".").path, here);
         assert!(resolve("real").exists);
         assert_eq!(resolve("/").path, Path::new("/"));
+    }
+
+    #[test]
+    fn a_live_process_exists_and_an_ended_one_does_not() {
+        assert!(process_exists(std::process::id() as i32));
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        assert!(!process_exists(ended.id() as i32));
+        assert!(!process_exists(0) && !process_exists(-1));
+    }
+
+    #[test]
+    fn only_a_real_folder_of_this_user_counts_as_ours() {
+        let holder = tempfile::tempdir().unwrap();
+        let folder = holder.path().join("folder");
+        let file = holder.path().join("file");
+        fs::create_dir(&folder).unwrap();
+        fs::write(&file, "").unwrap();
+        std::os::unix::fs::symlink(&folder, holder.path().join("link")).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let meta = |name: &str| fs::symlink_metadata(holder.path().join(name)).unwrap();
+        assert!(is_own_folder(&meta("folder"), me));
+        assert!(!is_own_folder(&meta("folder"), me + 1), "another user's");
+        assert!(!is_own_folder(&meta("file"), me));
+        assert!(!is_own_folder(&meta("link"), me));
+    }
+
+    #[test]
+    fn a_symlink_or_file_looking_like_a_dead_runs_staging_folder_stays() {
+        let holder = tempfile::tempdir().unwrap();
+        let parent = holder.path().join("parent");
+        let elsewhere = holder.path().join("elsewhere");
+        fs::create_dir_all(&parent).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        let dead = ended.id();
+        fs::write(elsewhere.join(MARKER), dead.to_string()).unwrap();
+        fs::write(elsewhere.join("work.rs"), "precious\n").unwrap();
+        let link = parent.join(format!(".lab.practice-{dead}-l1"));
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let file = parent.join(format!(".lab.practice-{dead}-f1"));
+        fs::write(&file, dead.to_string()).unwrap();
+
+        remove_stale_staging(Parent {
+            folder: &parent,
+            name: OsStr::new("lab"),
+        });
+        assert!(fs::symlink_metadata(&link).is_ok(), "the symlink stays");
+        assert!(file.is_file(), "the file stays");
+        assert_eq!(
+            fs::read_to_string(elsewhere.join("work.rs")).unwrap(),
+            "precious\n"
+        );
+    }
+
+    #[test]
+    fn a_fifo_as_the_marker_is_no_marker_and_is_not_waited_on() {
+        let holder = tempfile::tempdir().unwrap();
+        let folder = holder.path().join(".lab.practice-1-a");
+        fs::create_dir(&folder).unwrap();
+        crate::safe_fs::make_fifo(&folder.join(MARKER)).unwrap();
+        assert_eq!(marker_pid(&folder), None);
+        fs::remove_file(folder.join(MARKER)).unwrap();
+        fs::write(folder.join(MARKER), "42\n").unwrap();
+        assert_eq!(marker_pid(&folder), Some(42));
+    }
+
+    #[test]
+    fn an_existing_folder_is_filled_and_left_as_it_was_if_it_cannot_be() {
+        use std::os::unix::fs::PermissionsExt;
+        let holder = tempfile::tempdir().unwrap();
+        let content = holder.path().join("content");
+        let dir = holder.path().join("dir");
+        fs::create_dir_all(content.join("course/src")).unwrap();
+        fs::write(content.join("Cargo.toml"), "[workspace]\n").unwrap();
+        fs::write(content.join("course/src/lib.rs"), "").unwrap();
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o710)).unwrap();
+        let inode = fs::metadata(&dir).unwrap().ino();
+        fill(&content, &dir).unwrap();
+        let meta = fs::metadata(&dir).unwrap();
+        assert_eq!((meta.ino(), meta.mode() & 0o7777), (inode, 0o710));
+        assert!(dir.join("course/src/lib.rs").is_file());
+        assert_eq!(fs::read_dir(&content).unwrap().count(), 0);
+
+        // Something appeared in DIR meanwhile: nothing is replaced, and what
+        // was moved goes back.
+        let again = holder.path().join("again");
+        fs::create_dir_all(again.join("a")).unwrap();
+        fs::create_dir_all(again.join("z")).unwrap();
+        let taken = holder.path().join("taken");
+        fs::create_dir_all(&taken).unwrap();
+        fs::write(taken.join("z"), "theirs\n").unwrap();
+        let error = fill(&again, &taken).unwrap_err();
+        assert_eq!(Errno::from_io_error(&error), Some(Errno::EXIST), "{error}");
+        assert_eq!(fs::read_to_string(taken.join("z")).unwrap(), "theirs\n");
+        assert_eq!(
+            fs::read_dir(&taken).unwrap().count(),
+            1,
+            "only theirs is left"
+        );
+        assert!(again.join("a").is_dir() && again.join("z").is_dir());
+
+        // DIR replaced by a symlink meanwhile: not followed, nothing moved.
+        let elsewhere = holder.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let link = holder.path().join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let error = fill(&again, &link).unwrap_err();
+        let refused = Errno::from_io_error(&error);
+        assert!(
+            matches!(refused, Some(Errno::NOTDIR | Errno::LOOP)),
+            "{error}"
+        );
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(&again).unwrap().count(), 2);
     }
 }

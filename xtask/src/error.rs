@@ -22,8 +22,6 @@ enum Kind {
     /// Exit 128 + the signal: SIGINT or SIGTERM arrived; the command stopped
     /// what it ran and cleaned up on its way out.
     Interrupted(i32),
-    /// Exit 0, silently: whoever read our stdout went away (`xtask … | head`).
-    StdoutClosed,
 }
 
 /// The result of every fallible step of a command.
@@ -65,19 +63,6 @@ impl Error {
         }
     }
 
-    /// Writing to stdout failed. A closed pipe ends the command quietly with
-    /// exit 0 (`xtask list | head`); anything else (a full disk) is exit 1.
-    pub fn stdout(error: std::io::Error) -> Self {
-        if error.kind() == std::io::ErrorKind::BrokenPipe {
-            Error {
-                kind: Kind::StdoutClosed,
-                message: String::new(),
-            }
-        } else {
-            Error::check_failed(format!("cannot write to standard output: {error}"))
-        }
-    }
-
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self.kind {
@@ -85,13 +70,7 @@ impl Error {
             Kind::BadInput => 2,
             Kind::Environment => 3,
             Kind::Interrupted(signal) => signal_exit_code(signal),
-            Kind::StdoutClosed => 0,
         }
-    }
-
-    /// True when the error ends the command without a message (stdout closed).
-    pub fn is_silent(&self) -> bool {
-        self.kind == Kind::StdoutClosed
     }
 
     /// Prefixes the message with what was being done.
@@ -140,7 +119,10 @@ pub fn is_environment(error: &std::io::Error) -> bool {
             | ErrorKind::ReadOnlyFilesystem
             | ErrorKind::QuotaExceeded
             | ErrorKind::OutOfMemory
-    ) || matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    ) || matches!(
+        rustix::io::Errno::from_io_error(error),
+        Some(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE)
+    )
 }
 
 /// The exit code for a command ended by `signal`: 128 + the signal.
@@ -150,11 +132,12 @@ fn signal_exit_code(signal: i32) -> u8 {
 
 /// `SIGINT` or `SIGTERM`, for messages.
 fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
-        libc::SIGTERM => "SIGTERM".to_string(),
-        libc::SIGHUP => "SIGHUP (the terminal closed)".to_string(),
-        libc::SIGQUIT => "SIGQUIT (Ctrl-\\)".to_string(),
-        other => format!("signal {other}"),
+    use rustix::process::Signal;
+    match Signal::from_named_raw(signal) {
+        Some(Signal::INT) => "SIGINT (Ctrl-C)".to_string(),
+        Some(Signal::TERM) => "SIGTERM".to_string(),
+        Some(Signal::HUP) => "SIGHUP (the terminal closed)".to_string(),
+        Some(Signal::QUIT) => "SIGQUIT (Ctrl-\\)".to_string(),
+        _ => format!("signal {signal}"),
     }
 }

@@ -518,6 +518,13 @@ pub fn compare_not_utf8(path: &str) -> String {
     format!("练习目录里的 {path} 不是 UTF-8 文本：用 UTF-8 保存它再运行")
 }
 
+// --- hw-fs ---
+
+/// A step's own test file, copied into the lab beside the focused test.
+pub fn practice_added_step_test(test_file: &str) -> String {
+    format!("另有步骤的测试文件 {test_file}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

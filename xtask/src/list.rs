@@ -6,7 +6,7 @@ use crate::chapter;
 use crate::cli;
 use crate::error::Result;
 use crate::locate::{self, CommitInfo};
-use crate::out::outln;
+use crate::out::{escape_control, outln};
 use crate::repo::CourseRepo;
 
 /// One row of `list --json`.
@@ -55,25 +55,30 @@ impl cli::List {
         }
         if rows.is_empty() {
             outln!(
-                "No chapters: {} holds no chapter folder with a checkpoint.json",
-                repo.checkpoints_dir().display()
+                "No chapters: {} holds no chapter folder with a {}",
+                repo.checkpoints_dir().display(),
+                chapter::MANIFEST_FILE
             )?;
         }
         for row in &rows {
-            let problem = row.problem.as_deref().unwrap_or_default();
+            let problem = escape_control(row.problem.as_deref().unwrap_or_default());
             match (&row.title, &row.parent, &row.target) {
                 (None, _, _) => {
                     outln!("{}  (manifest does not load)", row.id)?;
                     outln!("    {problem}")?;
                 }
                 (Some(title), Some(parent), Some(target)) => {
-                    outln!("{}  {title}", row.id)?;
-                    outln!("    parent {}  {}", parent.short, parent.subject)?;
-                    outln!("    target {}  {}", target.short, target.subject)?;
+                    outln!("{}  {}", row.id, escape_control(title))?;
+                    for (role, commit) in [("parent", parent), ("target", target)] {
+                        let subject = escape_control(&commit.subject);
+                        outln!("    {role} {}  {subject}", commit.short)?;
+                    }
                 }
-                (Some(title), _, _) => {
-                    outln!("{}  {title}\n    does not locate: {problem}", row.id)?
-                }
+                (Some(title), _, _) => outln!(
+                    "{}  {}\n    does not locate: {problem}",
+                    row.id,
+                    escape_control(title)
+                )?,
             }
         }
         Ok(())

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::{self, Error, Result};
 use crate::manifest::{ChapterId, Mode};
+use crate::repo::short_id;
 
 /// A chapter's two commits.
 #[derive(Debug, Clone, Serialize)]
@@ -36,7 +37,8 @@ impl Checkpoint {
 pub struct CommitInfo {
     /// The full id.
     pub id: String,
-    /// The id abbreviated to 7 characters (as `git log --oneline` would).
+    /// The id abbreviated to [`crate::repo::SHORT_ID_LEN`] characters (as
+    /// `git log --oneline` would).
     pub short: String,
     pub subject: String,
     #[serde(skip)]
@@ -45,10 +47,9 @@ pub struct CommitInfo {
 
 impl CommitInfo {
     fn of(commit: &Commit<'_>) -> Self {
-        let id = commit.id().to_string();
         CommitInfo {
-            short: id[..7].to_string(),
-            id,
+            id: commit.id().to_string(),
+            short: short_id(commit.id()),
             subject: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                 .into_owned(),
             oid: commit.id(),
@@ -78,20 +79,20 @@ pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
             return Err(Error::bad_input(format!(
                 "chapter {id}'s target {} has no parent in this shallow clone: \
                  fetch the full history with `git fetch --unshallow` and try again",
-                short(&target)
+                short_id(target.id())
             )));
         }
         0 => {
             return Err(Error::bad_input(format!(
                 "chapter {id}'s target {} is a root commit: a checkpoint needs the previous chapter's state as its parent",
-                short(&target)
+                short_id(target.id())
             )));
         }
         _ => target.parent(0).map_err(|_| {
             Error::bad_input(format!(
                 "the parent of chapter {id}'s target {} is missing from this clone: \
                  fetch the full history with `git fetch --unshallow` and try again",
-                short(&target)
+                short_id(target.id())
             ))
         })?,
     };
@@ -163,10 +164,6 @@ impl Ord for Newest<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.time, self.order).cmp(&(other.time, other.order))
     }
-}
-
-fn short(commit: &Commit<'_>) -> String {
-    commit.id().to_string()[..7].to_string()
 }
 
 /// Locates chapter `id`, or `None` when no commit reachable from HEAD is its

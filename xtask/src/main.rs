@@ -13,6 +13,7 @@ mod error;
 mod exclude;
 mod freshness;
 mod hint;
+mod lab;
 mod learner_text;
 mod libtest;
 mod list;
@@ -56,9 +57,7 @@ fn main() -> ExitCode {
     match out::catch_print_panics(|| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            if !error.is_silent() {
-                out::note(format_args!("{}{error}", say::error_prefix()));
-            }
+            out::note(format_args!("{}{error}", say::error_prefix()));
             ExitCode::from(error.exit_code())
         }
     }

@@ -1,22 +1,30 @@
-//! Writing to stdout without panicking.
+//! Writing to stdout without panicking, and without losing the verdict.
 //!
 //! `println!` panics when stdout is closed (`xtask list | head`) or full
 //! (`xtask list > /dev/full`): Rust ignores SIGPIPE, so the write fails and
 //! the macro turns that into a panic (exit 101). Commands print through
-//! [`outln!`] and [`out!`] instead, which return a [`Result`], and pass the
-//! error on with `?`: a closed pipe ends the command quietly with exit 0,
-//! any other failure is one line on stderr and exit 1 ([`Error::stdout`]).
-//! [`catch_print_panics`] turns a `println!` that is still left somewhere
-//! into the same error, so no command ever reports a panic for it.
+//! [`outln!`] and [`out!`] instead. A failed write never ends the command:
+//! the first failure is remembered, nothing more is written, and the
+//! command goes on to its verdict, which is its exit status (`check … |
+//! true` still exits 1 on red work). When the command otherwise succeeded,
+//! [`catch_print_panics`] turns a stdout that was full or broken (not merely
+//! closed by its reader) into one line on stderr and exit 3: the report was
+//! lost. A closed pipe costs nothing: whoever read it went away.
+//! [`catch_print_panics`] also turns a `println!` that is still left
+//! somewhere into an error, so no command ever reports a panic for it.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
-/// Like `println!`, but returns `Result<()>` instead of panicking.
+/// Like `println!`, but never panics and never ends the command (see the
+/// module doc); returns a `Result` so every caller may write `?`.
 macro_rules! outln {
     () => {
         $crate::out::write(format_args!("\n"))
@@ -26,7 +34,7 @@ macro_rules! outln {
     };
 }
 
-/// Like `print!`, but returns `Result<()>` instead of panicking.
+/// Like `print!`, as [`outln!`] is like `println!`.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::out::write(format_args!($($arg)*))
@@ -49,23 +57,59 @@ pub fn json(value: &impl serde::Serialize) -> Result<()> {
     write_line(format_args!("{text}"))
 }
 
+/// The first failure to write to stdout; once set, nothing more is written.
+static STDOUT_FAILED: OnceLock<io::Error> = OnceLock::new();
+
+/// Runs `write` on stdout unless an earlier write failed; a failure is
+/// remembered, never returned: the command goes on to its verdict.
+fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) -> Result<()> {
+    if STDOUT_FAILED.get().is_none()
+        && let Err(error) = write(&mut io::stdout().lock())
+    {
+        let _ = STDOUT_FAILED.set(error);
+    }
+    Ok(())
+}
+
+/// True once a write to stdout failed (closed by its reader, or full):
+/// for a loop that only prints (`--watch`) to stop.
+#[allow(dead_code)] // for check --watch
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.get().is_some()
+}
+
 /// Writes `args` to stdout.
 pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
-    io::stdout().lock().write_fmt(args).map_err(Error::stdout)
+    to_stdout(|stdout| stdout.write_fmt(args))
 }
 
 /// Writes `args` and a newline to stdout.
 pub fn write_line(args: fmt::Arguments<'_>) -> Result<()> {
-    let mut stdout = io::stdout().lock();
-    stdout
-        .write_fmt(args)
-        .and_then(|()| stdout.write_all(b"\n"))
-        .map_err(Error::stdout)
+    to_stdout(|stdout| {
+        stdout
+            .write_fmt(args)
+            .and_then(|()| stdout.write_all(b"\n"))
+    })
 }
 
 /// Flushes stdout (e.g. after [`out!`] without a newline).
 pub fn flush() -> Result<()> {
-    io::stdout().lock().flush().map_err(Error::stdout)
+    to_stdout(|stdout| stdout.flush())
+}
+
+/// The verdict once stdout is flushed: `result` when the command failed
+/// (its own exit status stands), else an environment error (exit 3) when
+/// stdout was full or broken, since the report was lost. A pipe closed by
+/// its reader is no error.
+fn with_stdout_verdict<T>(result: Result<T>) -> Result<T> {
+    let _ = flush();
+    let value = result?;
+    match STDOUT_FAILED.get() {
+        Some(error) if error.kind() != io::ErrorKind::BrokenPipe => Err(Error::environment(
+            format!("cannot write to standard output: {error}"),
+        )),
+        _ => Ok(value),
+    }
 }
 
 /// A line on stderr. A closed stderr is ignored: there is nowhere left to
@@ -92,9 +136,25 @@ pub fn shell_word(word: &str) -> String {
     }
 }
 
-/// Runs `run`, turning a panic of `print!`/`println!` on a closed or full
-/// stdout into the error [`Error::stdout`] gives (and keeping its panic
-/// message off stderr). Every other panic is left as it is.
+/// `path` relative to `base` when it is below it, else absolute.
+pub fn relative_or_absolute(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+/// `dir` relative to the current directory when it is below it, else absolute.
+pub fn display_path(dir: &Path) -> String {
+    let here = std::env::current_dir().unwrap_or_default();
+    relative_or_absolute(dir, &here)
+}
+
+/// Runs a command: its result is the verdict, unless it succeeded but its
+/// report could not be written ([`with_stdout_verdict`]). A panic of
+/// `print!`/`println!`/`eprint!` on a closed or full stream becomes an
+/// environment error (the command could not finish; its panic message is
+/// kept off stderr). Every other panic is left as it is.
 pub fn catch_print_panics<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
     let default = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
@@ -104,7 +164,7 @@ pub fn catch_print_panics<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
         }
     }));
     match panic::catch_unwind(AssertUnwindSafe(run)) {
-        Ok(result) => result,
+        Ok(result) => with_stdout_verdict(result),
         Err(payload) => match message(&*payload).and_then(print_failure) {
             Some(error) => Err(error),
             None => panic::resume_unwind(payload),
@@ -119,17 +179,38 @@ fn message(payload: &(dyn Any + Send)) -> Option<&str> {
         .or_else(|| payload.downcast_ref::<&str>().copied())
 }
 
-/// The error for the panic message std's `print!` gives when stdout fails.
+/// The error for the panic message std's `print!` gives when stdout (or
+/// stderr) fails: the command stopped half way, so it is no success.
 fn print_failure(message: &str) -> Option<Error> {
     let reason = message
         .strip_prefix("failed printing to stdout: ")
         .or_else(|| message.strip_prefix("failed printing to stderr: "))?;
-    let broken_pipe = reason.ends_with(&format!("(os error {})", libc::EPIPE));
-    Some(if broken_pipe {
-        Error::stdout(io::ErrorKind::BrokenPipe.into())
-    } else {
-        Error::check_failed(format!("cannot write to standard output: {reason}"))
-    })
+    Some(Error::environment(format!(
+        "cannot write the command's output, so it stopped: {reason}"
+    )))
+}
+
+/// `text` with every control character (and every invisible character that
+/// reorders text) escaped as Rust writes it (`\n`, `\u{1b}`, `\u{202e}`),
+/// for text from a commit or a manifest shown on a terminal: a subject
+/// cannot move the cursor, recolour the screen or forge a line of the report.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
 }
 
 #[cfg(test)]
@@ -149,12 +230,26 @@ mod tests {
 
     #[test]
     fn print_panics_become_errors() {
-        let closed = print_failure("failed printing to stdout: Broken pipe (os error 32)");
-        assert!(closed.is_some_and(|error| error.is_silent()));
-        let full =
-            print_failure("failed printing to stdout: No space left on device (os error 28)")
-                .unwrap();
-        assert_eq!(full.exit_code(), 1);
+        for message in [
+            "failed printing to stdout: Broken pipe (os error 32)",
+            "failed printing to stderr: No space left on device (os error 28)",
+        ] {
+            let error = print_failure(message).unwrap();
+            assert_eq!(error.exit_code(), 3, "{message}");
+            assert!(error.to_string().contains("os error"), "{error}");
+        }
         assert!(print_failure("index out of bounds").is_none());
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_plain_text_is_kept() {
+        assert!(matches!(
+            escape_control("course(03): 保存 a b"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(escape_control("a\nb"), r"a\nb");
+        assert_eq!(escape_control("\u{1b}[2Jgone"), r"\u{1b}[2Jgone");
+        assert_eq!(escape_control("tab\there\r"), r"tab\there\r");
+        assert_eq!(escape_control("x\u{202e}y\u{7f}"), r"x\u{202e}y\u{7f}");
     }
 }

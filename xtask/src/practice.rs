@@ -1,5 +1,6 @@
 //! `practice NN DIR`: an isolated exercise folder — the parent's tree, the
-//! target's focused test and the learner's guide; no history, no answer.
+//! target's test files and the learner's guide ([`lab::build`]); no
+//! history, no answer.
 //!
 //! Nothing is written before every check passed (see [`Destination`]); the
 //! folder is built in a staging folder beside DIR and renamed into place, so
@@ -9,22 +10,21 @@
 //! tree on the way to the focused test. Nothing is printed before DIR is
 //! complete and in place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::chapter::{self, Handout};
 use crate::cli;
 use crate::destination::{self, Destination};
 use crate::error::{Error, Result};
 use crate::exclude::{self, Excluded};
+use crate::lab;
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
 use crate::manifest::Manifest;
-use crate::out::{self, outln, shell_word};
+use crate::out::{self, escape_control, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
-use crate::safe_fs::{self, Refusal};
 use crate::signals;
-use crate::tree::{self, Written};
-use crate::worlds;
+use crate::tree::Written;
 
 /// What a finished run made, for the next steps.
 struct Made {
@@ -48,8 +48,8 @@ impl cli::Practice {
             })?;
         let destination = Destination::resolve(dir, &here)?;
         destination.check(repo, &here)?;
-        let root = canonical_root(repo);
-        let pattern = match destination.path.strip_prefix(&root) {
+        let root = &repo.canonical_root;
+        let pattern = match destination.path.strip_prefix(root) {
             Ok(relative) => Some(exclude::pattern_for(relative)?),
             Err(_) => None,
         };
@@ -68,17 +68,11 @@ impl cli::Practice {
             &manifest,
             &checkpoint,
             &destination.path,
-            &root,
+            root,
             &here,
             &made,
         )
     }
-}
-
-fn canonical_root(repo: &CourseRepo) -> PathBuf {
-    repo.root
-        .canonicalize()
-        .unwrap_or_else(|_| repo.root.clone())
 }
 
 /// Builds the folder in a staging folder beside DIR, adds the exclude
@@ -98,7 +92,7 @@ fn create(
     // staging folder goes first, then the parent folders that held it.
     let parents = destination.create_parents()?;
     let staging = destination.staging()?;
-    let written = build(repo, manifest, checkpoint, handout, staging.path())?;
+    let written = lab::build(repo, manifest, checkpoint, handout, &staging.content())?;
     let excluded = match pattern {
         Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
         None => None,
@@ -107,72 +101,6 @@ fn create(
     destination.move_into_place(staging)?;
     parents.keep();
     Ok(Made { written, excluded })
-}
-
-/// Writes a practice folder's content into the empty folder `dest`: the base
-/// tree (the parent's when rebuilding) without the tooling, the target's
-/// focused test, `LEARNING.md` with a header and the course's `AGENTS.md`. `verify` builds its leak
-/// proof with this same function. A symlink of the base tree on the way to
-/// the focused test is refused; one at the focused test's or the guide's
-/// own path is replaced, never followed.
-pub fn build(
-    repo: &CourseRepo,
-    manifest: &Manifest,
-    checkpoint: &Checkpoint,
-    handout: &Handout,
-    dest: &Path,
-) -> Result<Written> {
-    let git = &repo.git;
-    let focused = manifest.focused_test.as_str();
-    let base = checkpoint.base(manifest.mode);
-    let base_tree = repo.tree_of(base.oid)?;
-    let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
-
-    let target_tree = repo.tree_of(checkpoint.target.oid)?;
-    let test = tree::file_at(git, &target_tree, focused)?.ok_or_else(|| {
-        Error::bad_input(format!(
-            "the focused test {focused} is not in target {}: fix `focusedTest` in the manifest",
-            checkpoint.target.short
-        ))
-    })?;
-    safe_fs::write_inside(dest, Path::new(focused), &test, 0o644).map_err(|refusal| {
-        refused(
-            &refusal,
-            &format!("{} {}", base.short, base.subject),
-            focused,
-        )
-    })?;
-
-    let with_header = chapter::guide_with_header(manifest, checkpoint, &handout.guide);
-    let handed_out = std::iter::once((chapter::GUIDE_FILE, with_header.as_str())).chain(
-        handout
-            .tutor
-            .as_deref()
-            .map(|tutor| (chapter::TUTOR_FILE, tutor)),
-    );
-    for (file, content) in handed_out {
-        safe_fs::write_inside(dest, Path::new(file), content.as_bytes(), 0o644).map_err(
-            |refusal| refused(&refusal, &format!("{} {}", base.short, base.subject), file),
-        )?;
-    }
-    Ok(written)
-}
-
-/// The error for a file the practice folder cannot take.
-fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
-    if refusal.is_symlink() {
-        Error::bad_input(format!(
-            "the tree of {base} has a symlink at `{}`, on the way to {file}: refusing to write \
-             through it (nothing was written outside the practice folder, and no folder was made); \
-             a checkpoint's tree must not put a symlink where the chapter adds a file",
-            refusal.at.display()
-        ))
-    } else {
-        Error::bad_input(format!(
-            "cannot add {file} to the tree of {base}: {refusal}; \
-             the checkpoint's tree must leave room for it"
-        ))
-    }
 }
 
 fn print_next_steps(
@@ -188,16 +116,28 @@ fn print_next_steps(
     let id = manifest.id.to_string();
     outln!(
         "{}",
-        say::practice_ready(&id, &manifest.title, &dir.display().to_string())
+        say::practice_ready(
+            &id,
+            &escape_control(&manifest.title),
+            &escape_control(&dir.display().to_string())
+        )
     )?;
     outln!(
         "  {}",
-        say::practice_base(&base.short, &base.subject, written.files, written.symlinks)
+        say::practice_base(
+            &base.short,
+            &escape_control(&base.subject),
+            written.files,
+            written.symlinks
+        )
     )?;
     outln!(
         "  {}",
         say::practice_added(&checkpoint.target.short, manifest.focused_test.as_str())
     )?;
+    for test in manifest.lab_tests().into_iter().skip(1) {
+        outln!("  {}", say::practice_added_step_test(test.as_str()))?;
+    }
     for submodule in &written.submodules {
         outln!("  {}", say::practice_submodule(submodule))?;
     }
@@ -227,18 +167,4 @@ fn print_next_steps(
     );
     outln!("\n{steps}")?;
     out::flush()
-}
-
-/// `path` relative to `base` when it is below it, else absolute.
-fn relative_or_absolute(path: &Path, base: &Path) -> String {
-    match path.strip_prefix(base) {
-        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
-        _ => path.display().to_string(),
-    }
-}
-
-/// `dir` relative to the current directory when it is below it, else absolute.
-pub fn display_path(dir: &Path) -> String {
-    let here = std::env::current_dir().unwrap_or_default();
-    relative_or_absolute(dir, &here)
 }

@@ -9,11 +9,28 @@ use crate::error::{self, Error, Result};
 /// The folder of the chapter folders, at the repository root.
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 
+/// Cargo's build folder, at the root of a workspace (the repository's, a lab's).
+#[allow(dead_code)] // for check, verify and bench to switch to at merge
+pub const TARGET_DIR: &str = "target";
+
+/// How many hex digits of a commit id the tool shows (as `git log --oneline`).
+pub const SHORT_ID_LEN: usize = 7;
+
+/// Commit `id` abbreviated to [`SHORT_ID_LEN`] hex digits.
+pub fn short_id(id: Oid) -> String {
+    let mut text = id.to_string();
+    text.truncate(SHORT_ID_LEN);
+    text
+}
+
 /// The course repository and its work tree.
 pub struct CourseRepo {
     pub git: Repository,
     /// The root of the work tree: where `checkpoints/` lives.
     pub root: PathBuf,
+    /// [`CourseRepo::root`] with every symlink resolved (or `root` itself
+    /// when it cannot be resolved), computed once: compare paths with this.
+    pub canonical_root: PathBuf,
 }
 
 impl CourseRepo {
@@ -56,7 +73,12 @@ impl CourseRepo {
                 root.display()
             )));
         }
-        Ok(CourseRepo { git, root })
+        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+        Ok(CourseRepo {
+            git,
+            root,
+            canonical_root,
+        })
     }
 
     /// The folder holding one subfolder per chapter.
@@ -97,4 +119,15 @@ fn work_tree_holding(start: &Path, workdir: &Path) -> Option<PathBuf> {
         .ancestors()
         .find(|folder| folder.join(".git").exists())
         .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_id_is_the_first_seven_hex_digits() {
+        let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        assert_eq!(short_id(id), "0123456");
+    }
 }

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use std::os::unix::process::CommandExt;
 
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+
 use crate::error::{Error, Result};
 use crate::signals;
 
@@ -47,6 +49,12 @@ pub struct Invocation<'a> {
     pub target_dir: &'a Path,
     pub timeout: Duration,
 }
+
+/// The time limit of a run when none is given (`--timeout`), in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+/// [`DEFAULT_TIMEOUT_SECS`] as a duration.
+#[allow(dead_code)] // for cli, recut and bench to switch to at merge
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_TIMEOUT_SECS);
 
 /// How often the wait loop looks at the child, the clock and the signals.
 const POLL: Duration = Duration::from_millis(20);
@@ -120,8 +128,10 @@ impl Invocation<'_> {
             } else if error.kind() == std::io::ErrorKind::NotFound {
                 format!(
                     "the program `{}` was not found: it comes from the chapter manifest's `run`; \
-                     install it or fix `run` in checkpoints/NN/checkpoint.json",
-                    program.to_string_lossy()
+                     install it or fix `run` in {}/NN/{}",
+                    program.to_string_lossy(),
+                    crate::repo::CHECKPOINTS_DIR,
+                    crate::chapter::MANIFEST_FILE
                 )
             } else {
                 error.to_string()
@@ -185,11 +195,11 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let ended = wait(&child, Duration::MAX);
     if let Ok(Ended::Interrupted(signal)) = ended {
         // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
-        group.signal(if signal == libc::SIGQUIT {
-            libc::SIGTERM
-        } else {
-            signal
-        });
+        match Signal::from_named_raw(signal) {
+            Some(Signal::QUIT) => group.signal(Signal::TERM),
+            Some(signal) => group.signal(signal),
+            None => {}
+        }
         // Until the leader exits, whatever signal arrives; the rest of the
         // group is killed below either way.
         let _ = poll(&child, STOP_GRACE, false);
@@ -236,19 +246,22 @@ fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
 /// True once process `pid` (our child) has exited; it stays a zombie, not
 /// reaped, so its pid (and process group id) cannot be reused yet.
 fn has_exited(pid: u32) -> io::Result<bool> {
-    // SAFETY: waitid only writes into `info`, a zeroed siginfo_t.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-    let done = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-    if done < 0 {
-        let error = io::Error::last_os_error();
-        return match error.kind() {
-            io::ErrorKind::Interrupted => Ok(false),
-            _ => Err(error),
-        };
+    let pid = pid_of(pid)?;
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    match rustix::process::waitid(WaitId::Pid(pid), options) {
+        // `None` while the child runs (WNOHANG).
+        Ok(status) => Ok(status.is_some()),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(errno) => Err(errno.into()),
     }
-    // SAFETY: waitid filled `info` (si_pid stays 0 while the child runs).
-    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// A child's pid as rustix takes it.
+fn pid_of(pid: u32) -> io::Result<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no such pid {pid}")))
 }
 
 /// The process group a child leads. [`Group::end`] kills it (SIGKILL)
@@ -257,20 +270,17 @@ struct Group(Option<u32>);
 
 impl Group {
     /// Sends `signal` to the group, leaving it to end on its own.
-    fn signal(&self, signal: i32) {
-        if let Some(leader) = self.0 {
-            // SAFETY: kill(2) on our own child's process group, whose leader
-            // is not reaped yet; ESRCH (already gone) is fine.
-            unsafe { libc::kill(-(leader as libc::pid_t), signal) };
+    fn signal(&self, signal: Signal) {
+        if let Some(leader) = self.0.and_then(|leader| pid_of(leader).ok()) {
+            // Our own child's group, whose leader is not reaped yet; ESRCH
+            // (already gone) is fine.
+            let _ = rustix::process::kill_process_group(leader, signal);
         }
     }
 
     fn end(&mut self) {
-        if let Some(leader) = self.0.take() {
-            // SAFETY: kill(2) on our own child's process group, whose leader
-            // is not reaped yet; ESRCH (already gone) is fine.
-            unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGKILL) };
-        }
+        self.signal(Signal::KILL);
+        self.0 = None;
     }
 }
 
@@ -396,7 +406,7 @@ mod tests {
             command: &command,
             extra: &[],
             dir,
-            target_dir: &dir.join("target"),
+            target_dir: &dir.join(crate::repo::TARGET_DIR),
             timeout,
         }
         .run()

@@ -9,16 +9,16 @@
 //! appears while we walk: there is no gap between checking and using. The
 //! root itself is trusted and may be reached through symlinks.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::Error;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+use crate::error::{self, Error};
 
 /// Why a path below a root could not be used.
 #[derive(Debug)]
@@ -37,7 +37,8 @@ pub enum Reason {
     NotAFolder,
     /// A folder where a file was asked for.
     Folder,
-    /// Not a regular file (a fifo, a device) where one is read.
+    /// Not a regular file (a fifo, a socket, a device) where one is opened:
+    /// refused at once, never waited on.
     NotAFile,
     /// The path is absolute, empty or has a `..`.
     NotRelative,
@@ -53,6 +54,16 @@ impl Refusal {
     pub fn is_symlink(&self) -> bool {
         matches!(self.reason, Reason::Symlink)
     }
+
+    /// True when the file (or a folder on the way) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(&self.reason, Reason::Io(error) if error.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// True when [`Open::CreateNew`] found the file there already.
+    pub fn is_already_there(&self) -> bool {
+        matches!(&self.reason, Reason::Io(error) if error.kind() == io::ErrorKind::AlreadyExists)
+    }
 }
 
 impl fmt::Display for Refusal {
@@ -62,7 +73,10 @@ impl fmt::Display for Refusal {
             Reason::Symlink => write!(f, "`{at}` is a symlink, which is never followed"),
             Reason::NotAFolder => write!(f, "`{at}` is not a folder"),
             Reason::Folder => write!(f, "`{at}` is a folder, not a file"),
-            Reason::NotAFile => write!(f, "`{at}` is not a regular file"),
+            Reason::NotAFile => write!(
+                f,
+                "`{at}` is not a regular file (a fifo, socket or device is never opened)"
+            ),
             Reason::NotRelative => write!(
                 f,
                 "`{at}` is not a relative path that stays inside its folder"
@@ -74,9 +88,93 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// A refusal is bad input (exit 2), unless the machine failed (a full disk,
+/// a denied permission: exit 3).
 impl From<Refusal> for Error {
     fn from(refusal: Refusal) -> Self {
-        Error::bad_input(refusal.to_string())
+        match &refusal.reason {
+            Reason::Io(io_error) if error::is_environment(io_error) => {
+                Error::environment(refusal.to_string())
+            }
+            _ => Error::bad_input(refusal.to_string()),
+        }
+    }
+}
+
+/// How [`open_inside`] opens a file. Every way refuses a symlink anywhere
+/// below the root and anything but a regular file at the end (a fifo is
+/// never waited on), and creates missing folders on the way except [`Open::Read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Open {
+    /// Read an existing file; missing: [`Refusal::is_not_found`]. No folder is created.
+    Read,
+    /// Append, creating the file (mode 0o644 less the umask) if missing.
+    Append,
+    /// Create a new file for writing; there already: [`Refusal::is_already_there`].
+    CreateNew,
+    /// Read and write, creating the file if missing and never truncating it:
+    /// a lock file to hold with [`File::try_lock`].
+    #[allow(dead_code)] // for verify's work-folder lock
+    Lock,
+}
+
+/// Opens the regular file `rel` below `root` as `how` says, without
+/// following a symlink and without waiting on a fifo.
+pub fn open_inside(root: &Path, rel: &Path, how: Open) -> Result<File, Refusal> {
+    let names = names(rel)?;
+    let (last, folders) = names.split_last().expect("names() is never empty");
+    let create = how != Open::Read;
+    let at = || rel.to_path_buf();
+    let Some(folder) = open_folders(root, folders, create)? else {
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        return Err(Refusal::new(at(), Reason::Io(missing)));
+    };
+    let flags = match how {
+        Open::Read => OFlags::RDONLY,
+        Open::Append => OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
+        Open::CreateNew => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+        Open::Lock => OFlags::RDWR | OFlags::CREATE,
+    };
+    let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = open_at(&folder, last, flags, 0o644)
+        .map_err(|error| explain(&folder, last, at(), error, true))?;
+    let file = File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|error| Refusal::new(at(), Reason::Io(error)))?;
+    if meta.is_dir() {
+        return Err(Refusal::new(at(), Reason::Folder));
+    }
+    if !meta.is_file() {
+        return Err(Refusal::new(at(), Reason::NotAFile));
+    }
+    // A regular file ignores O_NONBLOCK; cleared all the same, so the file
+    // behaves as any other once handed out.
+    let plain = rustix::fs::fcntl_getfl(&file).map(|flags| flags - OFlags::NONBLOCK);
+    plain
+        .and_then(|flags| rustix::fs::fcntl_setfl(&file, flags))
+        .map_err(|errno| Refusal::new(at(), Reason::Io(errno.into())))?;
+    Ok(file)
+}
+
+/// Removes the file or symlink `rel` below `root` (never what a symlink
+/// points at, never a folder); a missing one is no error.
+pub fn remove_inside(root: &Path, rel: &Path) -> Result<(), Refusal> {
+    let names = names(rel)?;
+    let (last, folders) = names.split_last().expect("names() is never empty");
+    let Some(folder) = open_folders(root, folders, false)? else {
+        return Ok(());
+    };
+    match rustix::fs::unlinkat(&folder, *last, AtFlags::empty()) {
+        Ok(()) => Ok(()),
+        Err(errno) if errno == rustix::io::Errno::NOENT => Ok(()),
+        Err(errno) => Err(explain(
+            &folder,
+            last,
+            rel.to_path_buf(),
+            errno.into(),
+            true,
+        )),
     }
 }
 
@@ -92,30 +190,16 @@ pub fn folder_inside(root: &Path, rel: &Path) -> Result<PathBuf, Refusal> {
 
 /// The content of the regular file `rel` below `root`, or `None` when it (or
 /// a folder on the way) does not exist. Refuses a symlink anywhere below
-/// `root`, and anything but a regular file at the end.
+/// `root`, and anything but a regular file at the end. Creates nothing.
 pub fn read_inside(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, Refusal> {
-    let names = names(rel)?;
-    let (last, folders) = names.split_last().expect("names() is never empty");
-    let Some(folder) = open_folders(root, folders, false)? else {
-        return Ok(None);
+    let mut file = match open_inside(root, rel, Open::Read) {
+        Ok(file) => file,
+        Err(refusal) if refusal.is_not_found() => return Ok(None),
+        Err(refusal) => return Err(refusal),
     };
-    let at = || rel.to_path_buf();
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
-    let fd = match open_at(&folder, last, flags, 0) {
-        Ok(fd) => fd,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(explain(&folder, last, at(), error)),
-    };
-    let mut file = File::from(fd);
-    let meta = file
-        .metadata()
-        .map_err(|error| Refusal::new(at(), Reason::Io(error)))?;
-    if !meta.is_file() {
-        return Err(Refusal::new(at(), Reason::NotAFile));
-    }
     let mut content = Vec::new();
     file.read_to_end(&mut content)
-        .map_err(|error| Refusal::new(at(), Reason::Io(error)))?;
+        .map_err(|error| Refusal::new(rel.to_path_buf(), Reason::Io(error)))?;
     Ok(Some(content))
 }
 
@@ -128,15 +212,18 @@ pub fn write_inside(root: &Path, rel: &Path, content: &[u8], mode: u32) -> Resul
     let (last, folders) = names.split_last().expect("names() is never empty");
     let folder = open_folders(root, folders, true)?.expect("folders are created");
     let at = || rel.to_path_buf();
-    match stat_at(&folder, last) {
-        Ok(stat) if is(&stat, libc::S_IFDIR) => return Err(Refusal::new(at(), Reason::Folder)),
-        Ok(_) => unlink_at(&folder, last).map_err(|error| Refusal::new(at(), Reason::Io(error)))?,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(error) => return Err(Refusal::new(at(), Reason::Io(error))),
+    match rustix::fs::statat(&folder, *last, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if kind(&stat) == FileType::Directory => {
+            return Err(Refusal::new(at(), Reason::Folder));
+        }
+        Ok(_) => rustix::fs::unlinkat(&folder, *last, AtFlags::empty())
+            .map_err(|errno| Refusal::new(at(), Reason::Io(errno.into())))?,
+        Err(errno) if errno == rustix::io::Errno::NOENT => {}
+        Err(errno) => return Err(Refusal::new(at(), Reason::Io(errno.into()))),
     }
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let fd =
-        open_at(&folder, last, flags, mode).map_err(|error| explain(&folder, last, at(), error))?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = open_at(&folder, last, flags, mode)
+        .map_err(|error| explain(&folder, last, at(), error, true))?;
     File::from(fd)
         .write_all(content)
         .map_err(|error| Refusal::new(at(), Reason::Io(error)))
@@ -161,111 +248,67 @@ fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
 /// Opens `root`, then each of `folders` below it without following
 /// symlinks. A missing folder is created when `create`, else `None`.
 fn open_folders(root: &Path, folders: &[&OsStr], create: bool) -> Result<Option<OwnedFd>, Refusal> {
-    let mut folder: OwnedFd = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(root)
-        .map(OwnedFd::from)
-        .map_err(|error| Refusal::new(PathBuf::from("."), Reason::Io(error)))?;
+    let folder_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut folder = rustix::fs::open(root, folder_flags, Mode::empty())
+        .map_err(|errno| Refusal::new(PathBuf::from("."), Reason::Io(errno.into())))?;
     let mut at = PathBuf::new();
     for name in folders {
         at.push(name);
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags = folder_flags | OFlags::NOFOLLOW;
         let next = match open_at(&folder, name, flags, 0) {
             Ok(next) => next,
             Err(error) if error.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                match make_folder_at(&folder, name) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(error) => return Err(Refusal::new(at, Reason::Io(error))),
+                match rustix::fs::mkdirat(&folder, *name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(errno) => return Err(Refusal::new(at, Reason::Io(errno.into()))),
                 }
                 open_at(&folder, name, flags, 0)
-                    .map_err(|error| explain(&folder, name, at.clone(), error))?
+                    .map_err(|error| explain(&folder, name, at.clone(), error, false))?
             }
-            Err(error) => return Err(explain(&folder, name, at, error)),
+            Err(error) => return Err(explain(&folder, name, at, error, false)),
         };
         folder = next;
     }
     Ok(Some(folder))
 }
 
-/// Turns a failed open into the reason: a symlink, not a folder, or the error.
-fn explain(folder: &OwnedFd, name: &OsStr, at: PathBuf, error: io::Error) -> Refusal {
-    match stat_at(folder, name) {
-        Ok(stat) if is(&stat, libc::S_IFLNK) => Refusal::new(at, Reason::Symlink),
-        Ok(stat) if !is(&stat, libc::S_IFDIR) && !is(&stat, libc::S_IFREG) => {
-            Refusal::new(at, Reason::NotAFolder)
-        }
-        Ok(_) if error.raw_os_error() == Some(libc::ENOTDIR) => {
-            Refusal::new(at, Reason::NotAFolder)
-        }
-        _ => Refusal::new(at, Reason::Io(error)),
-    }
-}
-
-fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-}
-
-fn is(stat: &libc::stat, kind: libc::mode_t) -> bool {
-    stat.st_mode & libc::S_IFMT == kind
-}
-
-fn open_at(folder: &OwnedFd, name: &OsStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
-    let name = c_name(name)?;
-    // SAFETY: a valid folder descriptor and a NUL-terminated name; the
-    // returned descriptor is owned by the OwnedFd.
-    let fd = unsafe {
-        libc::openat(
-            folder.as_raw_fd(),
-            name.as_ptr(),
-            flags,
-            mode as libc::c_uint,
-        )
+/// Turns a failed open of `name` (the `last` component, or a folder on the
+/// way) into the reason: a symlink, not a folder, not a file, or the error.
+fn explain(folder: &OwnedFd, name: &OsStr, at: PathBuf, error: io::Error, last: bool) -> Refusal {
+    let Ok(stat) = rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW) else {
+        return Refusal::new(at, Reason::Io(error));
     };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn stat_at(folder: &OwnedFd, name: &OsStr) -> io::Result<libc::stat> {
-    let name = c_name(name)?;
-    // SAFETY: zeroed is a valid `stat`; fstatat fills it or fails.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    let done = unsafe {
-        libc::fstatat(
-            folder.as_raw_fd(),
-            name.as_ptr(),
-            &mut stat,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
+    let reason = match kind(&stat) {
+        FileType::Symlink => Reason::Symlink,
+        FileType::Directory if last => Reason::Folder,
+        FileType::RegularFile if !last => Reason::NotAFolder,
+        FileType::Directory | FileType::RegularFile => Reason::Io(error),
+        _ if last => Reason::NotAFile,
+        _ => Reason::NotAFolder,
     };
-    if done < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(stat)
+    Refusal::new(at, reason)
 }
 
-fn make_folder_at(folder: &OwnedFd, name: &OsStr) -> io::Result<()> {
-    let name = c_name(name)?;
-    // SAFETY: a valid folder descriptor and a NUL-terminated name.
-    if unsafe { libc::mkdirat(folder.as_raw_fd(), name.as_ptr(), 0o755) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+fn kind(stat: &rustix::fs::Stat) -> FileType {
+    FileType::from_raw_mode(stat.st_mode)
 }
 
-fn unlink_at(folder: &OwnedFd, name: &OsStr) -> io::Result<()> {
-    let name = c_name(name)?;
-    // SAFETY: a valid folder descriptor and a NUL-terminated name; without
-    // AT_REMOVEDIR only a non-folder entry is removed, never followed.
-    if unsafe { libc::unlinkat(folder.as_raw_fd(), name.as_ptr(), 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
+    rustix::fs::openat(folder, name, flags, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+}
+
+/// Makes a fifo at `path`, for tests of what is never waited on.
+#[cfg(test)]
+pub fn make_fifo(path: &Path) -> io::Result<()> {
+    let mode = Mode::from_raw_mode(0o644);
+    Ok(rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        FileType::Fifo,
+        mode,
+        0,
+    )?)
 }
 
 #[cfg(test)]
@@ -307,7 +350,7 @@ mod tests {
             assert!(refusal.is_symlink(), "{rel}: {refusal}");
             assert_eq!(refusal.at, Path::new(at), "{rel}");
         }
-        assert!(matches!(read("real").unwrap_err().reason, Reason::NotAFile));
+        assert!(matches!(read("real").unwrap_err().reason, Reason::Folder));
         assert!(matches!(
             read("real/file/x").unwrap_err().reason,
             Reason::NotAFolder
@@ -349,5 +392,106 @@ mod tests {
         assert_eq!(fs::read(outside.join("sub/secret")).unwrap(), b"secret\n");
         assert!(!outside.join("new").exists());
         assert!(!holder.path().join("x").exists());
+    }
+
+    #[test]
+    fn reading_creates_nothing_on_the_way() {
+        let (_holder, root, _) = setup();
+        assert!(
+            read_inside(&root, Path::new("missing/deeper/file"))
+                .unwrap()
+                .is_none()
+        );
+        let refusal = open_inside(&root, Path::new("missing/file"), Open::Read).unwrap_err();
+        assert!(refusal.is_not_found(), "{refusal}");
+        assert!(!root.join("missing").exists(), "no folder made by a read");
+        remove_inside(&root, Path::new("missing/file")).unwrap();
+        assert!(
+            !root.join("missing").exists(),
+            "no folder made by a removal"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_however_it_is_opened() {
+        let (_holder, root, _) = setup();
+        make_fifo(&root.join("real/fifo")).unwrap();
+        let started = std::time::Instant::now();
+        let refusal = read_inside(&root, Path::new("real/fifo")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFile), "{refusal}");
+        for how in [Open::Read, Open::Append, Open::Lock, Open::CreateNew] {
+            let refusal = open_inside(&root, Path::new("real/fifo"), how).unwrap_err();
+            assert!(
+                matches!(refusal.reason, Reason::NotAFile),
+                "{how:?}: {refusal}"
+            );
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // A fifo on the way (a lab's `target` replaced by one) is not a folder.
+        let refusal = read_inside(&root, Path::new("real/fifo/x")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFolder), "{refusal}");
+        let refusal = folder_inside(&root, Path::new("real/fifo")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::NotAFolder), "{refusal}");
+        let error = Error::from(refusal);
+        assert_eq!(error.exit_code(), 2);
+    }
+
+    #[test]
+    fn each_way_of_opening_does_what_it_says_and_follows_no_symlink() {
+        let (_holder, root, outside) = setup();
+        let open = |rel: &str, how| open_inside(&root, Path::new(rel), how);
+        open("new/log", Open::Append)
+            .unwrap()
+            .write_all(b"a\n")
+            .unwrap();
+        open("new/log", Open::Append)
+            .unwrap()
+            .write_all(b"b\n")
+            .unwrap();
+        assert_eq!(fs::read(root.join("new/log")).unwrap(), b"a\nb\n");
+        open("new/lock", Open::CreateNew).unwrap();
+        assert!(
+            open("new/lock", Open::CreateNew)
+                .unwrap_err()
+                .is_already_there()
+        );
+        let mut lock = open("new/log", Open::Lock).unwrap();
+        let mut kept = String::new();
+        lock.read_to_string(&mut kept).unwrap();
+        assert_eq!(kept, "a\nb\n", "a lock file is never truncated");
+        for how in [Open::Read, Open::Append, Open::CreateNew, Open::Lock] {
+            for (rel, at) in [
+                ("real/secret-link", "real/secret-link"),
+                ("link/secret", "link"),
+            ] {
+                let refusal = open(rel, how).unwrap_err();
+                assert!(refusal.is_symlink(), "{how:?} {rel}: {refusal}");
+                assert_eq!(refusal.at, Path::new(at));
+            }
+            assert!(
+                matches!(open("real", how).unwrap_err().reason, Reason::Folder),
+                "{how:?}"
+            );
+        }
+        remove_inside(&root, Path::new("real/secret-link")).unwrap();
+        assert!(fs::symlink_metadata(root.join("real/secret-link")).is_err());
+        assert!(
+            remove_inside(&root, Path::new("link/secret"))
+                .unwrap_err()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret\n");
+        assert!(!outside.join("lock").exists() && !outside.join("log").exists());
+    }
+
+    #[test]
+    fn a_denied_permission_is_the_environments_failure() {
+        let refusal = Refusal::new(
+            PathBuf::from("x"),
+            Reason::Io(io::Error::from(io::ErrorKind::PermissionDenied)),
+        );
+        assert_eq!(Error::from(refusal).exit_code(), 3);
+        let refusal = Refusal::new(PathBuf::from("x"), Reason::Symlink);
+        assert_eq!(Error::from(refusal).exit_code(), 2);
     }
 }

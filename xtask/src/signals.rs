@@ -15,6 +15,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use libc::c_int;
+use rustix::process::Signal;
 
 use crate::error::{Error, Result};
 
@@ -24,20 +25,33 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The signals that ask the process to stop.
-const HANDLED: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
 /// Installs the handlers for the [`HANDLED`] signals; call once, first thing
-/// in `main`. A signal this process was started with ignored (`nohup`, a
-/// background job) stays ignored.
+/// in `main`.
+///
+/// Dispositions are not taken from the parent, with one exception: a
+/// SIGHUP this process was started with ignored (`nohup`) stays ignored. A
+/// SIGINT or SIGQUIT ignored at start (a background job `cmd &` of a
+/// non-interactive shell) is handled all the same, so a signal sent to
+/// xtask always stops it cleanly; and since exec resets a handled signal to
+/// its default, every child xtask starts gets the default disposition too
+/// instead of the inherited "ignore" (a test's `trap` works again).
+///
+/// Why not a crate: `signal-hook` is not in the dependency graph (xtask is
+/// built on every fresh clone), and rustix offers no safe handler
+/// installation; this is one `sigaction` call per signal.
 pub fn install() {
-    for signal in HANDLED {
-        // SAFETY: sigaction with a zeroed struct, an empty mask and a handler
-        // that only touches atomics and calls `_exit`, all async-signal-safe.
-        unsafe {
+    // SAFETY: sigaction(2) with a zeroed struct (a valid sigaction), an
+    // empty mask and a handler that only touches atomics and calls `_exit`,
+    // all async-signal-safe; the old action is read into a zeroed struct.
+    // Nothing else runs yet (first thing in main), so no handler is
+    // replaced under another thread's feet.
+    unsafe {
+        for signal in HANDLED.map(Signal::as_raw) {
             let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-            {
+            let queried = libc::sigaction(signal, std::ptr::null(), &mut old) == 0;
+            if signal == libc::SIGHUP && queried && old.sa_sigaction == libc::SIG_IGN {
                 continue;
             }
             let mut action: libc::sigaction = std::mem::zeroed();
@@ -52,7 +66,8 @@ pub fn install() {
 extern "C" fn handle(signal: c_int) {
     RECEIVED.store(signal, Ordering::SeqCst);
     if SECTIONS.load(Ordering::SeqCst) == 0 {
-        // SAFETY: `_exit` is async-signal-safe; nothing needs cleaning up.
+        // SAFETY: `_exit` is async-signal-safe and ends the process at once;
+        // outside a section nothing needs cleaning up.
         unsafe { libc::_exit(128 + signal) }
     }
 }
@@ -126,12 +141,13 @@ mod tests {
 
     #[test]
     fn exit_codes_are_those_a_shell_reports() {
-        assert_eq!(Error::interrupted(libc::SIGINT).exit_code(), 130);
-        assert_eq!(Error::interrupted(libc::SIGTERM).exit_code(), 143);
-        assert_eq!(Error::interrupted(libc::SIGHUP).exit_code(), 129);
-        assert_eq!(Error::interrupted(libc::SIGQUIT).exit_code(), 131);
+        let code = |signal: Signal| Error::interrupted(signal.as_raw()).exit_code();
+        assert_eq!(code(Signal::INT), 130);
+        assert_eq!(code(Signal::TERM), 143);
+        assert_eq!(code(Signal::HUP), 129);
+        assert_eq!(code(Signal::QUIT), 131);
         assert!(
-            Error::interrupted(libc::SIGINT)
+            Error::interrupted(Signal::INT.as_raw())
                 .to_string()
                 .contains("SIGINT")
         );

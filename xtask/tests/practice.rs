@@ -289,17 +289,115 @@ fn an_existing_folder_with_content_or_a_file_is_never_touched() {
     assert_eq!(snapshot(fixture.root()), before);
 }
 
+/// An existing empty folder is written into, not replaced: it keeps its
+/// inode, so its mode and owner (and a shell sitting in it) stay.
 #[test]
-fn an_existing_empty_folder_is_used() {
+fn an_existing_empty_folder_is_used_and_keeps_its_mode_and_inode() {
+    use std::os::unix::fs::MetadataExt;
     let fixture = Fixture::course();
-    fs::create_dir(fixture.root().join("lab")).unwrap();
+    let lab = fixture.root().join("lab");
+    fs::create_dir(&lab).unwrap();
+    fs::set_permissions(&lab, fs::Permissions::from_mode(0o751)).unwrap();
+    let before = fs::metadata(&lab).unwrap();
     fixture.xtask(&["practice", "03", "lab"]).success();
-    assert!(
-        fixture
-            .root()
-            .join("lab/course/tests/message_ir.rs")
-            .is_file()
+    let after = fs::metadata(&lab).unwrap();
+    assert!(lab.join("course/tests/message_ir.rs").is_file());
+    assert_eq!(after.ino(), before.ino(), "the same folder");
+    assert_eq!(after.mode() & 0o7777, 0o751);
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    assert!(common::staging_folders(fixture.root()).is_empty());
+}
+
+/// A new DIR is made as `mkdir` would make it, not private like the
+/// staging folder it was built in.
+#[test]
+fn a_new_folder_gets_the_usual_mode() {
+    let fixture = Fixture::course();
+    fixture.xtask(&["practice", "03", "lab"]).success();
+    let mode = fs::metadata(fixture.root().join("lab"))
+        .unwrap()
+        .permissions()
+        .mode();
+    let created = fixture.dir.path().join("mkdir-made");
+    fs::create_dir(&created).unwrap();
+    let usual = fs::metadata(&created).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, usual & 0o777);
+}
+
+/// A tree file named like the tool's own staging marker is the learner's
+/// file like any other: copied as it is, never taken for the marker.
+#[test]
+fn a_tree_file_named_like_the_staging_marker_is_copied_as_it_is() {
+    let fixture = common::tiny_course_with(
+        &[
+            (".xtask-staging", "a file of the course\n"),
+            ("course/.xtask-staging", "another\n"),
+            ("content", "a file named like the staging content folder\n"),
+            ("course/src/lib.rs", ""),
+        ],
+        &[("course/src/lib.rs", common::ANSWER)],
+        |_| {},
     );
+    let run = fixture.xtask(&["practice", "01", "lab"]);
+    run.success();
+    let lab = fixture.root().join("lab");
+    assert_eq!(read(&lab.join(".xtask-staging")), "a file of the course\n");
+    assert_eq!(read(&lab.join("course/.xtask-staging")), "another\n");
+    assert_eq!(
+        read(&lab.join("content")),
+        "a file named like the staging content folder\n"
+    );
+    assert!(common::staging_folders(fixture.root()).is_empty());
+}
+
+/// A course whose chapter 01 has a step with a test file of its own.
+fn course_with_a_step_test(patch: impl FnOnce(&mut serde_json::Value)) -> Fixture {
+    common::tiny_course_with(
+        &[("course/src/lib.rs", "")],
+        &[
+            ("course/src/lib.rs", common::ANSWER),
+            ("course/tests/wire.rs", "// the wire step's test\n"),
+        ],
+        |manifest| {
+            manifest["steps"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({
+                    "id": "1.2", "title": "线上格式", "filter": "", "expectedTests": 1,
+                    "testFile": "course/tests/wire.rs",
+                    "run": ["cargo", "test", "-p", "course", "--test", "wire"]
+                }));
+            patch(manifest);
+        },
+    )
+}
+
+#[test]
+fn a_step_with_its_own_test_file_brings_it_into_the_lab() {
+    let fixture = course_with_a_step_test(|_| {});
+    fixture
+        .xtask(&["practice", "01", "lab"])
+        .success()
+        .prints(&["course/tests/focused.rs", "course/tests/wire.rs"]);
+    let lab = fixture.root().join("lab");
+    assert_eq!(
+        read(&lab.join("course/tests/wire.rs")),
+        "// the wire step's test\n"
+    );
+    assert_eq!(read(&lab.join("course/tests/focused.rs")), common::FOCUSED);
+    assert_eq!(read(&lab.join("course/src/lib.rs")), "", "no answer");
+}
+
+#[test]
+fn a_step_test_file_missing_at_the_target_leaves_nothing() {
+    let fixture = course_with_a_step_test(|manifest| {
+        manifest["steps"][1]["testFile"] = "course/tests/missing.rs".into();
+    });
+    let before = snapshot(fixture.root());
+    fixture
+        .xtask(&["practice", "01", "lab"])
+        .fails_with(2, &["course/tests/missing.rs", "testFile"]);
+    assert_eq!(snapshot(fixture.root()), before);
 }
 
 #[test]

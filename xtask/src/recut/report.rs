@@ -8,8 +8,6 @@
 //! `verify` still runs, and its verdict is the exit status.
 
 use std::fmt;
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use git2::Repository;
@@ -28,48 +26,24 @@ pub const AS_THEY_WERE: &str = "the branch, the index and the work tree are all 
 /// Where everything is after a complete re-cut.
 pub const AT_NEW: &str = "the branch, the index and the work tree are all at the new state";
 
-/// Standard output as the report sees it: once a write failed, everything
-/// after it is discarded, and the failure is remembered.
+/// Standard output as the report writes it. A failed write is remembered by
+/// [`out`], which turns it into the exit status once the command is over
+/// (a closed pipe: none; a full one: exit 3); the report, and verify after
+/// it, carry on regardless, so nothing is skipped because its output went
+/// nowhere.
 #[derive(Default)]
-pub struct Output {
-    failed: Option<Error>,
-}
+pub struct Output;
 
 impl Output {
-    /// Writes one line; a failure sends the rest of the report nowhere.
+    /// Writes one line.
     fn line(&mut self, args: fmt::Arguments<'_>) {
-        if self.failed.is_some() {
-            return;
-        }
-        if let Err(error) = out::write_line(args) {
-            discard_stdout();
-            self.failed = Some(error);
-        }
+        // `out` never fails a write; it keeps the failure for the verdict.
+        let _ = out::write_line(args);
     }
 
-    /// The report's own verdict on its output: a closed stdout is no error
-    /// (nobody wanted the report), a full one is (exit 1).
+    /// The report's own verdict on its output: none of its own (see [`out`]).
     pub fn finish(self) -> Result<()> {
-        match self.failed {
-            Some(error) if !error.is_silent() => Err(error.context(format!(
-                "the re-cut is complete ({AT_NEW}), but its report could not be written"
-            ))),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Points standard output at `/dev/null`, so that later writes (verify's
-/// table) succeed and nothing ends early because its output went nowhere.
-fn discard_stdout() {
-    let Ok(null) = OpenOptions::new().write(true).open("/dev/null") else {
-        return;
-    };
-    // SAFETY: dup2 only replaces descriptor 1 with a duplicate of `null`,
-    // which is open for the whole call; no Rust object owns descriptor 1
-    // exclusively (std's stdout writes to it by number).
-    unsafe {
-        libc::dup2(null.as_raw_fd(), libc::STDOUT_FILENO);
+        Ok(())
     }
 }
 
@@ -119,13 +93,6 @@ pub fn verify(output: &mut Output, repo: &CourseRepo) -> Result<()> {
         return Err(ended(error.context(format!(
             "the re-cut is complete ({AT_NEW}), but verify was interrupted"
         ))));
-    }
-    if error.is_silent() {
-        return Err(Error::check_failed(format!(
-            "the re-cut is complete ({AT_NEW}), but verify's report could not be written \
-             (standard output was closed), so whether every checkpoint is honest is unknown: \
-             run `cargo xtask verify`"
-        )));
     }
     let what = format!("the re-cut commits are in place, but verify failed ({AT_NEW})");
     // The branch has moved, so bad input found by verify is no longer

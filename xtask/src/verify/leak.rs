@@ -114,7 +114,6 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-
 /// What a practice folder's files must be: the base tree's blobs, the
 /// target's lab tests and the handout.
 struct Expected {
@@ -219,7 +218,6 @@ fn differences(
     problems.extend(expected.missing(files));
     Ok(problems)
 }
-
 
 /// The files a practice folder may hold the answer in: the lab tests and
 /// the guide, and in `observe` mode the teaching files themselves.

@@ -18,10 +18,10 @@ use super::Chapter;
 use super::lock::{self, Lock};
 use super::report::terminal_safe;
 use crate::error::{self, Error, Result};
+use crate::lab;
 use crate::libtest::{self, Report};
 use crate::manifest::{ChapterId, Manifest, Mode};
 use crate::out::noteln;
-use crate::practice;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
 use crate::safe_fs;
@@ -93,41 +93,14 @@ impl<'a> Work<'a> {
             mode,
             ..chapter.manifest.clone()
         };
-        practice::build(
+        lab::build(
             self.repo,
             &manifest,
             &chapter.checkpoint,
             &chapter.handout,
             &dir,
         )?;
-        self.add_step_tests(chapter, &dir)?;
         Ok(dir)
-    }
-
-    /// Writes the steps' own test files from the target into the lab `dir`.
-    /// (`practice::build` copies the focused test only, for now; once it
-    /// copies every lab test this rewrites the same bytes.)
-    fn add_step_tests(&self, chapter: &Chapter, dir: &Path) -> Result<()> {
-        let target = &chapter.checkpoint.target;
-        let tree = self.repo.tree_of(target.oid)?;
-        for test in chapter.manifest.lab_tests().into_iter().skip(1) {
-            let content =
-                tree::file_at(&self.repo.git, &tree, test.as_str())?.ok_or_else(|| {
-                    Error::bad_input(format!(
-                        "the step test {test} is not in target {}",
-                        target.short
-                    ))
-                })?;
-            safe_fs::write_inside(dir, Path::new(test.as_str()), &content, 0o644).map_err(
-                |refusal| {
-                    Error::bad_input(format!(
-                        "cannot add the step test {test} to a lab of {}: {refusal}",
-                        chapter.checkpoint.base(chapter.manifest.mode).short
-                    ))
-                },
-            )?;
-        }
-        Ok(())
     }
 
     /// The target's learner world in a fresh folder.

@@ -1,0 +1,88 @@
+//! Building a lab: the folder a learner practises a chapter in. `practice`
+//! builds one for the learner and `verify`'s leak proof builds the same, so
+//! the two can never drift apart.
+//!
+//! A lab holds the base tree (the parent's when rebuilding, the target's
+//! when observing) without the tooling, the target's test files for the
+//! chapter ([`Manifest::lab_tests`]: the focused test and each step's own
+//! test file), the chapter's guide with a header and the course's tutor
+//! protocol. Nothing else from the target, so the answer never leaks.
+//! Nothing is written through a symlink of the base tree: one on the way to
+//! a test file is refused; one at a test file's or the guide's own path is
+//! replaced, never followed.
+
+use std::path::Path;
+
+use crate::chapter::{self, Handout};
+use crate::error::{Error, Result};
+use crate::locate::Checkpoint;
+use crate::manifest::Manifest;
+use crate::out::escape_control;
+use crate::repo::CourseRepo;
+use crate::safe_fs::{self, Refusal};
+use crate::tree::{self, Written};
+use crate::worlds;
+
+/// Writes a lab's content into the empty folder `dest` and says what the
+/// base tree held.
+pub fn build(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    checkpoint: &Checkpoint,
+    handout: &Handout,
+    dest: &Path,
+) -> Result<Written> {
+    let git = &repo.git;
+    let base = checkpoint.base(manifest.mode);
+    let base_name = format!("{} {}", base.short, escape_control(&base.subject));
+    let base_tree = repo.tree_of(base.oid)?;
+    let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
+
+    let target_tree = repo.tree_of(checkpoint.target.oid)?;
+    for test in manifest.lab_tests() {
+        let test = test.as_str();
+        let content = tree::file_at(git, &target_tree, test)?.ok_or_else(|| {
+            let field = if test == manifest.focused_test.as_str() {
+                "`focusedTest`"
+            } else {
+                "the step's `testFile`"
+            };
+            Error::bad_input(format!(
+                "the test file {test} is not in target {}: fix {field} in the manifest",
+                checkpoint.target.short
+            ))
+        })?;
+        safe_fs::write_inside(dest, Path::new(test), &content, 0o644)
+            .map_err(|refusal| refused(&refusal, &base_name, test))?;
+    }
+
+    let with_header = chapter::guide_with_header(manifest, checkpoint, &handout.guide);
+    let handed_out = std::iter::once((chapter::GUIDE_FILE, with_header.as_str())).chain(
+        handout
+            .tutor
+            .as_deref()
+            .map(|tutor| (chapter::TUTOR_FILE, tutor)),
+    );
+    for (file, content) in handed_out {
+        safe_fs::write_inside(dest, Path::new(file), content.as_bytes(), 0o644)
+            .map_err(|refusal| refused(&refusal, &base_name, file))?;
+    }
+    Ok(written)
+}
+
+/// The error for a file the lab cannot take.
+fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
+    if refusal.is_symlink() {
+        Error::bad_input(format!(
+            "the tree of {base} has a symlink at `{}`, on the way to {file}: refusing to write \
+             through it (nothing was written outside the practice folder, and no folder was made); \
+             a checkpoint's tree must not put a symlink where the chapter adds a file",
+            refusal.at.display()
+        ))
+    } else {
+        Error::bad_input(format!(
+            "cannot add {file} to the tree of {base}: {refusal}; \
+             the checkpoint's tree must leave room for it"
+        ))
+    }
+}

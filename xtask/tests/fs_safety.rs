@@ -1,0 +1,280 @@
+//! Issue 16, "nothing followed, nothing hangs": the files a command uses in
+//! the git folder are never opened through a symlink and a fifo there is
+//! refused at once; the exit status is the verdict whatever became of
+//! stdout; text from a commit reaches the terminal with its control
+//! characters escaped; signals ignored when xtask starts still stop it.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Fixture, snapshot, spawn_xtask, stderr_of, wait_at_most, wait_until};
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn make_fifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Runs `practice 03 lab` in `fixture`, killing it if it takes over 30 s.
+fn practice_quickly(fixture: &Fixture) -> (Option<i32>, String, Duration) {
+    let started = Instant::now();
+    let mut child = spawn_xtask(fixture.root(), &["practice", "03", "lab"], Stdio::null());
+    let status = wait_at_most(&mut child, LONG);
+    let took = started.elapsed();
+    let stderr = stderr_of(&mut child);
+    (status.and_then(|status| status.code()), stderr, took)
+}
+
+#[test]
+fn a_fifo_as_the_exclude_file_is_refused_at_once_and_nothing_is_left() {
+    let fixture = Fixture::course();
+    let info = fixture.root().join(".git/info");
+    fs::create_dir_all(&info).unwrap();
+    let _ = fs::remove_file(info.join("exclude"));
+    make_fifo(&info.join("exclude"));
+    let before = snapshot(fixture.root());
+    let (code, stderr, took) = practice_quickly(&fixture);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}: {stderr}");
+    assert!(stderr.contains("info/exclude"), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert_eq!(
+        snapshot(fixture.root()),
+        before,
+        "no lab, no staging, no lock"
+    );
+}
+
+#[test]
+fn a_symlinked_exclude_file_or_lock_is_never_followed() {
+    for link in ["exclude", "exclude.lock"] {
+        let fixture = Fixture::course();
+        let outside = fixture.dir.path().join("outside");
+        fs::write(&outside, "someone else's file\n").unwrap();
+        let info = fixture.root().join(".git/info");
+        fs::create_dir_all(&info).unwrap();
+        let _ = fs::remove_file(info.join(link));
+        std::os::unix::fs::symlink(&outside, info.join(link)).unwrap();
+        let before = snapshot(fixture.root());
+        let (code, stderr, took) = practice_quickly(&fixture);
+        assert_eq!(code, Some(2), "{link}: {stderr}");
+        assert!(took < Duration::from_secs(10), "{link}: took {took:?}");
+        assert!(stderr.contains("symlink"), "{link}: {stderr}");
+        assert_eq!(
+            fs::read_to_string(&outside).unwrap(),
+            "someone else's file\n"
+        );
+        assert_eq!(snapshot(fixture.root()), before, "{link}: nothing left");
+    }
+}
+
+/// A course whose chapter 03 runs `script` with `sh -c`, and a lab `check`
+/// recognises (as tests/hostile.rs builds it).
+fn course_running(script: &str) -> Fixture {
+    let fixture = Fixture::course();
+    let manifest = serde_json::json!({
+        "id": "03",
+        "title": "第 03 章",
+        "focusedTest": "course/tests/message_ir.rs",
+        "teachingFiles": ["course/src/types.rs"],
+        "run": ["sh", "-c", script],
+    });
+    fixture.write_manifest("03", &manifest.to_string());
+    let lab = fixture.root().join("lab");
+    fs::create_dir_all(lab.join("course/tests")).unwrap();
+    fs::write(lab.join("Cargo.toml"), "[workspace]\n").unwrap();
+    fs::write(lab.join("LEARNING.md"), "# 第 03 章\n").unwrap();
+    fs::write(lab.join("course/tests/message_ir.rs"), "").unwrap();
+    fixture
+}
+
+/// Runs xtask with stdout closed before it starts writing, or on /dev/full.
+fn exit_code_with_stdout(fixture: &Fixture, args: &[&str], stdout: &str) -> (i32, String) {
+    let pipe = match stdout {
+        "closed" => Stdio::piped(),
+        "full" => Stdio::from(
+            fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full, which every Linux has"),
+        ),
+        _ => unreachable!(),
+    };
+    let mut child = spawn_xtask(fixture.root(), args, pipe);
+    drop(child.stdout.take());
+    let status = wait_at_most(&mut child, LONG).expect("it returns");
+    let stderr = stderr_of(&mut child);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (status.code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn a_closed_or_full_stdout_leaves_the_verdict_as_the_exit_status() {
+    let fixture = course_running("echo 'test adds ... FAILED'; exit 101");
+    for stdout in ["closed", "full"] {
+        let (code, stderr) = exit_code_with_stdout(&fixture, &["check", "03", "lab"], stdout);
+        assert_eq!(code, 1, "red work, stdout {stdout}: {stderr}");
+        let (code, stderr) = exit_code_with_stdout(&fixture, &["checkpoint", "07"], stdout);
+        assert_eq!(code, 2, "bad input, stdout {stdout}: {stderr}");
+    }
+    // Both streams closed: still the verdict.
+    for (args, expected) in [(&["check", "03", "lab"][..], 1), (&["checkpoint", "07"], 2)] {
+        let mut child = spawn_xtask(fixture.root(), args, Stdio::piped());
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = wait_at_most(&mut child, LONG).expect("it returns");
+        assert_eq!(
+            status.code(),
+            Some(expected),
+            "{args:?} with both streams closed"
+        );
+    }
+    // A command that succeeded: a closed pipe is no failure, a full stdout
+    // lost the report (the environment's failure, exit 3), in one line.
+    let (code, stderr) = exit_code_with_stdout(&fixture, &["list"], "closed");
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr) = exit_code_with_stdout(&fixture, &["list"], "full");
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("standard output"), "{stderr}");
+}
+
+#[test]
+fn commit_subjects_reach_the_terminal_with_control_characters_escaped() {
+    let fixture = Fixture::empty();
+    fixture.write("Cargo.toml", "[workspace]\n");
+    fixture.write("course/src/lib.rs", "// skeleton\n");
+    fixture.commit("Skeleton \u{1b}[2J\u{1b}[31mred\rforged");
+    fixture.write("course/tests/t.rs", "// focused\n");
+    fixture.commit("course(01): a \u{1b}]0;title\u{7} b");
+    fixture.write_manifest(
+        "01",
+        &common::manifest("01", "course/tests/t.rs", &[]).replace("第 01 章", r"t\u001b[1mx"),
+    );
+    let run = fixture.xtask(&["list"]);
+    run.success();
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\r'),
+        "{:?}",
+        run.stdout
+    );
+    for shown in [
+        r"\u{1b}[2J\u{1b}[31mred\rforged",
+        r"a \u{1b}]0;title\u{7} b",
+        r"t\u{1b}[1mx",
+    ] {
+        assert!(run.stdout.contains(shown), "{shown} in {:?}", run.stdout);
+    }
+    // JSON keeps the text itself (JSON escapes it).
+    let json = fixture.xtask(&["list", "--json"]).json();
+    assert_eq!(
+        json[0]["target"]["subject"],
+        "course(01): a \u{1b}]0;title\u{7} b"
+    );
+
+    let run = fixture.xtask(&["practice", "01", "lab"]);
+    run.success();
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert!(run.stdout.contains(r"\u{1b}[2J"), "{:?}", run.stdout);
+}
+
+/// Writes its own pid and a grandchild's into `pids`, then spins.
+const PROCESS_TREE: &str =
+    "sh -c 'echo $$ >> pids; exec sleep 1000' & echo $$ >> pids; while :; do :; done";
+
+fn pids(lab: &Path) -> Vec<i32> {
+    fs::read_to_string(lab.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Starts `xtask check 03 lab` in `fixture` with `ignored` signals ignored
+/// from the start (a shell's `trap '' …` survives exec).
+fn check_with_ignored(fixture: &Fixture, ignored: &str) -> std::process::Child {
+    Command::new("sh")
+        .args(["-c", &format!("trap '' {ignored}; exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_xtask"))
+        .args(["check", "03", "lab"])
+        .current_dir(fixture.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Kills what a test left running.
+fn kill_all(lab: &Path) {
+    for pid in pids(lab) {
+        // SAFETY: plain kill(2) of processes this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// A background job of a non-interactive shell (`cmd &`) starts with SIGINT
+/// and SIGQUIT ignored; xtask still stops on them, ends its run's process
+/// group and exits 128 + the signal.
+#[test]
+fn signals_ignored_at_start_still_stop_a_run() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGQUIT, 131)] {
+        let fixture = course_running(PROCESS_TREE);
+        let lab = fixture.root().join("lab");
+        let mut child = check_with_ignored(&fixture, "INT QUIT");
+        let started = wait_until(LONG, || pids(&lab).len() == 2);
+        if started {
+            common::send_signal(child.id(), signal);
+        }
+        let status = wait_at_most(&mut child, Duration::from_secs(10));
+        let ended = wait_until(Duration::from_secs(5), || {
+            pids(&lab).iter().all(|&pid| !common::is_running(pid))
+        });
+        kill_all(&lab);
+        let stderr = stderr_of(&mut child);
+        assert!(started, "the run never started: {stderr}");
+        assert_eq!(
+            status.and_then(|status| status.code()),
+            Some(code),
+            "signal {signal}: {stderr}"
+        );
+        assert!(
+            ended,
+            "signal {signal}: the run's processes were left running"
+        );
+    }
+}
+
+/// `nohup xtask …` starts with SIGHUP ignored: it stays ignored (the run
+/// goes on), while SIGTERM still stops it.
+#[test]
+fn a_sighup_ignored_at_start_stays_ignored() {
+    let fixture = course_running(PROCESS_TREE);
+    let lab = fixture.root().join("lab");
+    let mut child = check_with_ignored(&fixture, "HUP");
+    let started = wait_until(LONG, || pids(&lab).len() == 2);
+    if started {
+        common::send_signal(child.id(), libc::SIGHUP);
+    }
+    // Still running a moment later: the run's own process answers for it.
+    let survived = started
+        && !wait_until(Duration::from_millis(500), || {
+            child.try_wait().unwrap().is_some()
+        });
+    common::send_signal(child.id(), libc::SIGTERM);
+    let status = wait_at_most(&mut child, Duration::from_secs(10));
+    kill_all(&lab);
+    let stderr = stderr_of(&mut child);
+    assert!(started, "the run never started: {stderr}");
+    assert!(survived, "SIGHUP ended a nohup run: {stderr}");
+    assert_eq!(
+        status.and_then(|status| status.code()),
+        Some(143),
+        "{stderr}"
+    );
+}
