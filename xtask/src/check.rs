@@ -592,6 +592,10 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
     Ok(())
 }
 
+/// How long a side of an assertion must be for its first difference to be
+/// pointed out (a line of JSON is; a number is not).
+const LONG_SIDE: usize = 30;
+
 /// Where the `left` and `right` of a failed `assert_eq!` first differ: the
 /// character position (from 1) and a short piece of each side from there.
 fn first_difference(message: &str) -> Option<(usize, String, String)> {
@@ -603,6 +607,10 @@ fn first_difference(message: &str) -> Option<(usize, String, String)> {
     };
     let (left, right) = (side("left:")?, side("right:")?);
     let (left, right): (Vec<char>, Vec<char>) = (left.chars().collect(), right.chars().collect());
+    if left.len().max(right.len()) < LONG_SIDE {
+        // Short sides are read at a glance.
+        return None;
+    }
     let at = left
         .iter()
         .zip(&right)
@@ -926,12 +934,14 @@ mod tests {
 
     #[test]
     fn the_first_difference_of_an_assertion_is_found() {
-        let message = "assertion `left == right` failed\n  left: \"{\\\"tool_call\\\":1}\"\n right: \"{\\\"toolCall\\\":1}\"";
+        let message = "assertion `left == right` failed\n  left: \"{\\\"tool_call\\\":1,\\\"arguments\\\":{}}\"\n right: \"{\\\"toolCall\\\":1,\\\"arguments\\\":{}}\"";
         let (at, left, right) = first_difference(message).unwrap();
         assert_eq!(at, 9);
         assert!(left.starts_with("`_call"), "{left}");
         assert!(right.starts_with("`Call"), "{right}");
-        assert!(first_difference("left: 1\nright: 1").is_none());
+        assert!(first_difference("left: 1\nright: 2").is_none(), "short");
+        let same = format!("left: {0}\nright: {0}", "x".repeat(40));
+        assert!(first_difference(&same).is_none());
         assert!(first_difference("boom").is_none());
     }
 }
