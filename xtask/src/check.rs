@@ -421,11 +421,11 @@ impl cli::Check {
                 None => say::first_failure(&failure.name),
             };
             outln!("{heading}")?;
-            for line in failure.message.lines() {
-                outln!("  {line}")?;
-            }
             if let Some((at, left, right)) = first_difference(&failure.message) {
                 outln!("  {}", say::first_difference(at, &left, &right))?;
+            }
+            for line in failure.message.lines() {
+                outln!("  {}", shortened(line))?;
             }
         }
         let nothing_ran = position.compiled && position.passed == 0 && !position.timed_out;
@@ -433,7 +433,9 @@ impl cli::Check {
             outln!("{}", say::NO_TEST_RAN)?;
         }
         if position.complete {
-            let steps = position.steps.len();
+            let mut ids: Vec<&str> = position.steps.iter().map(|step| step.id.as_str()).collect();
+            ids.dedup();
+            let steps = ids.len();
             let done = if steps == 0 {
                 say::complete(position.passed, &position.chapter)
             } else {
@@ -514,7 +516,7 @@ fn changed_tests(
         if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
             let restore = format!(
                 "git -C {} show {}:{test} > {}",
-                shell_word(&repo.root.display().to_string()),
+                shell_word(root_text(&repo.root).as_str()),
                 checkpoint.target.short,
                 shell_word(&test.under(lab).display().to_string()),
             );
@@ -526,6 +528,15 @@ fn changed_tests(
         }
     }
     Ok((changed, verified))
+}
+
+/// The repository root as the user would type it (no trailing `/`).
+fn root_text(root: &Path) -> String {
+    let text = root.display().to_string();
+    match text.trim_end_matches('/') {
+        "" => text,
+        trimmed => trimmed.to_string(),
+    }
 }
 
 fn test_file_missing(step: &Step, position: &Position) -> bool {
@@ -590,6 +601,20 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// How many characters of a failure's line are shown (`--verbose` and
+/// `--json` keep it whole).
+const LONGEST_LINE: usize = 240;
+
+/// `line`, cut at [`LONGEST_LINE`] characters with a note saying so.
+fn shortened(line: &str) -> String {
+    let length = line.chars().count();
+    if length <= LONGEST_LINE {
+        return line.to_string();
+    }
+    let kept: String = line.chars().take(LONGEST_LINE).collect();
+    format!("{kept}{}", say::line_cut(length))
 }
 
 /// How long a side of an assertion must be for its first difference to be
@@ -930,6 +955,15 @@ mod tests {
             with_json_messages(&words("make test")),
             (words("make test"), false)
         );
+    }
+
+    #[test]
+    fn a_long_failure_line_is_cut_with_its_length() {
+        assert_eq!(shortened("left: 1"), "left: 1");
+        let long = "字".repeat(LONGEST_LINE + 10);
+        let cut = shortened(&long);
+        assert!(cut.starts_with(&"字".repeat(LONGEST_LINE)), "{cut}");
+        assert!(cut.ends_with(&say::line_cut(LONGEST_LINE + 10)), "{cut}");
     }
 
     #[test]

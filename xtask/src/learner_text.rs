@@ -275,3 +275,8 @@ pub fn compare_next(chapter: &str, lab: &str) -> String {
         "想和参考答案对照？在课程仓库根目录运行：\n    cargo xtask compare {chapter} {lab}"
     )
 }
+
+/// After a failure's line cut short for the terminal.
+pub fn line_cut(length: usize) -> String {
+    format!("…（这一行共 {length} 个字符，加 --verbose 看全文）")
+}
