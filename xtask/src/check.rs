@@ -190,7 +190,7 @@ impl cli::Check {
         let target = safe_fs::folder_inside(lab, Path::new("target")).map_err(|refusal| {
             Error::bad_input(say::lab_target_refused(
                 &lab.display().to_string(),
-                &refusal.to_string(),
+                &refusal_text(&refusal),
             ))
         })?;
         freshness::age_fingerprints(lab, &target)?;
@@ -528,6 +528,20 @@ fn changed_tests(
         }
     }
     Ok((changed, verified))
+}
+
+/// Why `safe_fs` refused a path, in the learner's language.
+fn refusal_text(refusal: &safe_fs::Refusal) -> String {
+    let at = refusal.at.display().to_string();
+    let why = match &refusal.reason {
+        safe_fs::Reason::Symlink => say::A_SYMLINK.to_string(),
+        safe_fs::Reason::NotAFile | safe_fs::Reason::NotAFolder => {
+            say::NOT_A_FOLDER.to_string()
+        }
+        safe_fs::Reason::Folder | safe_fs::Reason::NotRelative => refusal.to_string(),
+        safe_fs::Reason::Io(error) => error.to_string(),
+    };
+    format!("{at}：{why}")
 }
 
 /// The repository root as the user would type it (no trailing `/`).

@@ -68,15 +68,11 @@ pub fn age_fingerprints(lab: &Path, target: &Path) -> Result<()> {
             .is_some_and(|time| time <= aged());
         if ancient {
             let path = entry.path();
-            let file = open_regular(path).map_err(error::io(format!(
-                "cannot update the time of {}",
-                path.display()
-            )))?;
+            let file =
+                open_regular(path).map_err(error::io(say::cannot_touch(&path.display().to_string())))?;
             if let Some(file) = file {
-                file.set_modified(now).map_err(error::io(format!(
-                    "cannot update the time of {}",
-                    path.display()
-                )))?;
+                file.set_modified(now)
+                    .map_err(error::io(say::cannot_touch(&path.display().to_string())))?;
             }
         }
     }
@@ -155,7 +151,7 @@ fn age_dep_info(lab: &Path, unit: &Path) -> Result<()> {
         match open_regular(&path) {
             Ok(Some(file)) => file
                 .set_modified(aged())
-                .map_err(error::io(format!("cannot age {}", path.display())))?,
+                .map_err(error::io(say::cannot_touch(&path.display().to_string())))?,
             Ok(None) => return Err(refused(say::NOT_A_REGULAR_FILE.to_string())),
             Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(refused(say::A_SYMLINK.to_string()));
@@ -183,9 +179,7 @@ fn real_folders(folder: &Path) -> Result<Vec<std::path::PathBuf>> {
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(error) if error::is_environment(&error) => {
-            return Err(error::io(format!("cannot read {}", folder.display()))(
-                error,
-            ));
+            return Err(error::io(say::cannot_read(&folder.display().to_string()))(error));
         }
         Err(_) => return Ok(Vec::new()),
     };

@@ -280,3 +280,13 @@ pub fn compare_next(chapter: &str, lab: &str) -> String {
 pub fn line_cut(length: usize) -> String {
     format!("…（这一行共 {length} 个字符，加 --verbose 看全文）")
 }
+
+pub const NOT_A_FOLDER: &str = "它不是文件夹";
+
+pub fn cannot_touch(path: &str) -> String {
+    format!("无法更新 {path} 的修改时间")
+}
+
+pub fn cannot_read(folder: &str) -> String {
+    format!("无法读取文件夹 {folder}")
+}
