@@ -289,9 +289,11 @@ impl cli::Check {
         let imports = self.imports(manifest, &position.lab);
         for report in runs.iter().filter_map(|run| run.report.as_ref()) {
             for error in &report.errors {
-                if position.errors.iter().any(|known| {
-                    known.rendered == error.rendered && known.message == error.message
-                }) {
+                if position
+                    .errors
+                    .iter()
+                    .any(|known| known.rendered == error.rendered && known.message == error.message)
+                {
                     continue;
                 }
                 position.errors.push(ErrorAt {
@@ -478,10 +480,16 @@ fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
 /// flag is cargo's), and whether it was: only a cargo command gets it.
 fn with_json_messages(command: &[String]) -> (Vec<String>, bool) {
     let mut command = command.to_vec();
-    let is_cargo = command
-        .first()
-        .is_some_and(|program| Path::new(program).file_name().is_some_and(|name| name == "cargo"));
-    if !is_cargo || command.iter().any(|arg| arg.starts_with("--message-format")) {
+    let is_cargo = command.first().is_some_and(|program| {
+        Path::new(program)
+            .file_name()
+            .is_some_and(|name| name == "cargo")
+    });
+    if !is_cargo
+        || command
+            .iter()
+            .any(|arg| arg.starts_with("--message-format"))
+    {
         return (command, false);
     }
     let at = command
@@ -535,9 +543,7 @@ fn refusal_text(refusal: &safe_fs::Refusal) -> String {
     let at = refusal.at.display().to_string();
     let why = match &refusal.reason {
         safe_fs::Reason::Symlink => say::A_SYMLINK.to_string(),
-        safe_fs::Reason::NotAFile | safe_fs::Reason::NotAFolder => {
-            say::NOT_A_FOLDER.to_string()
-        }
+        safe_fs::Reason::NotAFile | safe_fs::Reason::NotAFolder => say::NOT_A_FOLDER.to_string(),
         safe_fs::Reason::Folder | safe_fs::Reason::NotRelative => refusal.to_string(),
         safe_fs::Reason::Io(error) => error.to_string(),
     };
@@ -770,7 +776,9 @@ fn teaching_file_for<'a>(
     }
     let stem = |path: &RepoPath| {
         let path = Path::new(path.as_str());
-        let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned());
+        let stem = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned());
         match stem.as_deref() {
             // `types/mod.rs` is module `types`.
             Some("mod") => path
@@ -781,8 +789,11 @@ fn teaching_file_for<'a>(
             _ => stem.unwrap_or_default(),
         }
     };
-    let module_file =
-        |module: &str| teaching.iter().find(|path| stem(path) == module && module != "lib");
+    let module_file = |module: &str| {
+        teaching
+            .iter()
+            .find(|path| stem(path) == module && module != "lib")
+    };
     let named: Vec<&str> = error
         .message
         .split('`')
@@ -914,9 +925,13 @@ mod tests {
     }
 
     fn teaching() -> Vec<RepoPath> {
-        ["course/src/types.rs", "course/src/assistant_stream.rs", "course/src/lib.rs"]
-            .map(|path| RepoPath::try_from(path.to_string()).unwrap())
-            .to_vec()
+        [
+            "course/src/types.rs",
+            "course/src/assistant_stream.rs",
+            "course/src/lib.rs",
+        ]
+        .map(|path| RepoPath::try_from(path.to_string()).unwrap())
+        .to_vec()
     }
 
     fn error(message: &str, files: &[&str]) -> CompileError {
@@ -938,12 +953,18 @@ mod tests {
         };
         let test = "course/tests/message_ir.rs";
         assert_eq!(
-            at(&error("`Rc<u8>` cannot be sent", &[test, "course/src/assistant_stream.rs"])),
+            at(&error(
+                "`Rc<u8>` cannot be sent",
+                &[test, "course/src/assistant_stream.rs"]
+            )),
             Some("course/src/assistant_stream.rs"),
             "a child note's span in a teaching file"
         );
         assert_eq!(
-            at(&error("field `timestamp` of struct `SystemMessage` is private", &[test])),
+            at(&error(
+                "field `timestamp` of struct `SystemMessage` is private",
+                &[test]
+            )),
             Some("course/src/types.rs"),
             "the module the test imports the named item from"
         );
@@ -963,7 +984,10 @@ mod tests {
         let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
         assert_eq!(
             with_json_messages(&words("cargo test -p course -- --nocapture")),
-            (words("cargo test -p course --message-format=json -- --nocapture"), true)
+            (
+                words("cargo test -p course --message-format=json -- --nocapture"),
+                true
+            )
         );
         assert_eq!(
             with_json_messages(&words("make test")),

@@ -68,8 +68,8 @@ pub fn age_fingerprints(lab: &Path, target: &Path) -> Result<()> {
             .is_some_and(|time| time <= aged());
         if ancient {
             let path = entry.path();
-            let file =
-                open_regular(path).map_err(error::io(say::cannot_touch(&path.display().to_string())))?;
+            let file = open_regular(path)
+                .map_err(error::io(say::cannot_touch(&path.display().to_string())))?;
             if let Some(file) = file {
                 file.set_modified(now)
                     .map_err(error::io(say::cannot_touch(&path.display().to_string())))?;
@@ -179,7 +179,9 @@ fn real_folders(folder: &Path) -> Result<Vec<std::path::PathBuf>> {
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(error) if error::is_environment(&error) => {
-            return Err(error::io(say::cannot_read(&folder.display().to_string()))(error));
+            return Err(error::io(say::cannot_read(&folder.display().to_string()))(
+                error,
+            ));
         }
         Err(_) => return Ok(Vec::new()),
     };
@@ -203,7 +205,11 @@ impl Builds {
     /// make: their output may not be what the lab holds now.
     pub fn reused(&mut self, report: &Report) -> Vec<String> {
         let mut reused: Vec<String> = Vec::new();
-        for artifact in report.artifacts.iter().filter(|artifact| artifact.is_local()) {
+        for artifact in report
+            .artifacts
+            .iter()
+            .filter(|artifact| artifact.is_local())
+        {
             if !artifact.fresh {
                 self.built.extend(artifact.filenames.iter().cloned());
                 continue;
@@ -287,13 +293,19 @@ mod tests {
         age_fingerprints(lab, &lab.join("target")).unwrap();
         let time = |path: &Path| fs::metadata(path).unwrap().modified().unwrap();
         assert_eq!(time(&unit.join("dep-lib-course")), aged());
-        assert!(time(&unit.join("lib-course")) > aged(), "only dep-info files");
+        assert!(
+            time(&unit.join("lib-course")) > aged(),
+            "only dep-info files"
+        );
         assert!(
             time(&registry.join("dep-lib-serde")) > aged(),
             "only the lab's own packages"
         );
         assert!(time(&lab.join("src/lib.rs")) > aged());
-        assert!(time(&ancient) > aged(), "a source older than AGED is touched");
+        assert!(
+            time(&ancient) > aged(),
+            "a source older than AGED is touched"
+        );
 
         let fifo = unit.join("dep-test-x");
         let made = std::process::Command::new("mkfifo")

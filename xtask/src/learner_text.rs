@@ -23,9 +23,6 @@ pub fn does_not_compile(errors: usize) -> String {
     format!("✗ 还不能编译（{errors} 个错误）")
 }
 
-
-
-
 pub fn timed_out(timeout: Duration) -> String {
     format!(
         "✗ 运行超过 {} 秒，已结束它的整个进程组：可能有测试陷入死循环，或在等一个永远不来的事件",
@@ -215,9 +212,7 @@ pub fn still_reused(packages: &str) -> String {
 /// A test file the lab got from the target, changed or gone; `restore` is
 /// the command that brings the target's version back.
 pub fn test_changed(test: &str, restore: &str) -> String {
-    format!(
-        "✗ {test} 和本章终点的版本不一样：测试被改过，结果不能算数。恢复它：\n    {restore}"
-    )
+    format!("✗ {test} 和本章终点的版本不一样：测试被改过，结果不能算数。恢复它：\n    {restore}")
 }
 
 pub fn test_gone(test: &str, restore: &str) -> String {
@@ -244,7 +239,7 @@ pub fn more_errors(hidden: usize) -> String {
     format!("……还有 {hidden} 个错误没有显示（加 --verbose 看全部）")
 }
 
-/// A step row's label when its filter is empty and it has no title.
+/// A step row's label: its title, else its filter, else [`ALL_TESTS`].
 pub fn step_label(title: Option<&str>, filter: &str) -> String {
     match (title, filter) {
         (Some(title), _) => title.to_string(),
@@ -253,8 +248,8 @@ pub fn step_label(title: Option<&str>, filter: &str) -> String {
     }
 }
 
-pub const NO_TEST_RAN: &str = "✗ 没有一个聚焦测试真正运行（全被忽略、名字被改，或过滤条件一个也没选中）：这不算通过。";
-
+pub const NO_TEST_RAN: &str =
+    "✗ 没有一个聚焦测试真正运行（全被忽略、名字被改，或过滤条件一个也没选中）：这不算通过。";
 
 pub fn first_failure_in_step(name: &str, step: &str) -> String {
     format!("第一个失败的测试（步骤 {step}）：{name}")
@@ -271,9 +266,7 @@ pub fn complete_with_steps(passed: usize, steps: usize, chapter: &str) -> String
 
 /// After the chapter is complete: the reference answer, side by side.
 pub fn compare_next(chapter: &str, lab: &str) -> String {
-    format!(
-        "想和参考答案对照？在课程仓库根目录运行：\n    cargo xtask compare {chapter} {lab}"
-    )
+    format!("想和参考答案对照？在课程仓库根目录运行：\n    cargo xtask compare {chapter} {lab}")
 }
 
 /// After a failure's line cut short for the terminal.

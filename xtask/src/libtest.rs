@@ -131,12 +131,12 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
     let mut tests = Vec::new();
     for line in stdout.lines() {
         let message = (finished.is_none() && line.starts_with("{\"reason\":"))
-            .then(|| serde_json::from_str::<Message>(line).ok())
+            .then(|| serde_json::from_str::<CargoLine>(line).ok())
             .flatten();
         match message {
             None => tests.push(line),
-            Some(Message::BuildFinished { success }) => finished = Some(success),
-            Some(Message::CompilerArtifact {
+            Some(CargoLine::BuildFinished { success }) => finished = Some(success),
+            Some(CargoLine::CompilerArtifact {
                 package_id,
                 fresh,
                 filenames,
@@ -145,7 +145,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
                 fresh,
                 filenames,
             }),
-            Some(Message::CompilerMessage { message }) => {
+            Some(CargoLine::CompilerMessage { message }) => {
                 let text = message.rendered.clone().unwrap_or_default();
                 if !text.is_empty() && rendered.contains(&text) {
                     continue;
@@ -155,7 +155,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
                     report.errors.push(message.into_error());
                 }
             }
-            Some(Message::Other) => {}
+            Some(CargoLine::Other) => {}
         }
     }
     report.compiled = finished == Some(true);
@@ -167,7 +167,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
 /// The messages of cargo's JSON output that matter here.
 #[derive(Deserialize)]
 #[serde(tag = "reason", rename_all = "kebab-case")]
-enum Message {
+enum CargoLine {
     CompilerMessage {
         message: Diagnostic,
     },
@@ -207,8 +207,12 @@ struct Span {
 impl Diagnostic {
     fn into_error(self) -> CompileError {
         let primary = self.spans.iter().find(|span| span.is_primary);
-        let location = primary
-            .map(|span| format!("{}:{}:{}", span.file_name, span.line_start, span.column_start));
+        let location = primary.map(|span| {
+            format!(
+                "{}:{}:{}",
+                span.file_name, span.line_start, span.column_start
+            )
+        });
         let mut files = Vec::new();
         let mut add = |file: &str| {
             if !files.iter().any(|known| known == file) {

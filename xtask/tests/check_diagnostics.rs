@@ -152,5 +152,9 @@ fn rc_where_send_is_required_is_traced_to_the_file_rustcs_notes_name() {
         "note: required because it appears within the type `AgentContext`",
         "pub struct AgentContext {",
     ]);
-    assert!(!run.stdout.contains("course/src/lib.rs 里解决"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("course/src/lib.rs 里解决"),
+        "{}",
+        run.stdout
+    );
 }

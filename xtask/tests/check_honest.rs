@@ -103,7 +103,10 @@ fn cargo_fingerprints_kept_elsewhere_are_caught_by_cargos_own_fresh_flag() {
     fs::create_dir_all(lab.join(".cargo")).unwrap();
     fs::write(
         lab.join(".cargo/config.toml"),
-        format!("[build]\nbuild-dir = {:?}\n", build_dir.display().to_string()),
+        format!(
+            "[build]\nbuild-dir = {:?}\n",
+            build_dir.display().to_string()
+        ),
     )
     .unwrap();
     cargo_test_in(&lab);
@@ -126,11 +129,7 @@ fn a_changed_focused_test_is_reported_with_the_command_that_restores_it() {
         .replace("assert_eq!(double(4), 8)", "assert_eq!(double(4), 6)");
     fs::write(&test, weakened).unwrap();
     // A test file of the learner's own is fine.
-    fs::write(
-        lab.join("course/tests/mine.rs"),
-        "#[test]\nfn mine() {}\n",
-    )
-    .unwrap();
+    fs::write(lab.join("course/tests/mine.rs"), "#[test]\nfn mine() {}\n").unwrap();
 
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1, "a changed test is no verdict:\n{}", run.stdout);
@@ -163,14 +162,28 @@ fn a_run_in_which_no_test_ran_is_red_whatever_expected_tests_says() {
         object.remove("expectedTests");
         object.remove("steps");
         object["run"] = serde_json::json!([
-            "cargo", "test", "-p", "course", "--test", "focused", "--", "no_such_test"
+            "cargo",
+            "test",
+            "-p",
+            "course",
+            "--test",
+            "focused",
+            "--",
+            "no_such_test"
         ]);
     });
     lab(&fixture, ANSWER);
     let run = fixture.xtask(&["check", "01", "lab"]);
-    assert_eq!(run.code, 1, "nothing ran, nothing is proven:\n{}", run.stdout);
+    assert_eq!(
+        run.code, 1,
+        "nothing ran, nothing is proven:\n{}",
+        run.stdout
+    );
     run.prints(&["✗ 没有一个聚焦测试真正运行"]);
-    assert_eq!(fixture.xtask(&["check", "01", "lab", "--json"]).json()["ran"], 0);
+    assert_eq!(
+        fixture.xtask(&["check", "01", "lab", "--json"]).json()["ran"],
+        0
+    );
 }
 
 #[test]

@@ -47,7 +47,11 @@ fn the_wire_step_is_a_row_and_the_chapter_is_complete_only_when_it_passes() {
     // Whether or not practice handed it out, the wire test is gone now.
     let _ = fs::remove_file(lab.join(WIRE_TEST_FILE));
     let run = fixture.xtask(&["check", "01", "lab"]);
-    assert_eq!(run.code, 1, "the focused tests alone are not the chapter:\n{}", run.stdout);
+    assert_eq!(
+        run.code, 1,
+        "the focused tests alone are not the chapter:\n{}",
+        run.stdout
+    );
     run.prints(&[
         "✗ course/tests/wire.rs 不在练习目录里",
         "1.1 adds     1/1 ✓",
@@ -57,7 +61,13 @@ fn the_wire_step_is_a_row_and_the_chapter_is_complete_only_when_it_passes() {
 
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
     let restore = json["changedTests"][0]["restore"].as_str().unwrap();
-    assert!(Command::new("sh").args(["-c", restore]).status().unwrap().success());
+    assert!(
+        Command::new("sh")
+            .args(["-c", restore])
+            .status()
+            .unwrap()
+            .success()
+    );
 
     let run = fixture.xtask(&["check", "01", "lab"]);
     run.success().prints(&[
@@ -134,7 +144,10 @@ fn json_is_one_document_with_verbose_and_its_machine_fields_are_ascii() {
     let mut all = Vec::new();
     keys(&quiet, &mut all);
     assert!(all.iter().all(|key| key.is_ascii()), "{all:?}");
-    assert_eq!(quiet["steps"][1]["filter"], "", "no label in a machine field");
+    assert_eq!(
+        quiet["steps"][1]["filter"], "",
+        "no label in a machine field"
+    );
 }
 
 #[test]

@@ -250,7 +250,10 @@ fn check_builds_the_lab_in_its_own_target_folder_whatever_cargo_target_dir_says(
     // check makes `target/` itself before it runs anything; cargo's own
     // output in it shows where the build went.
     assert!(
-        fixture.root().join("lab/target/debug/.fingerprint").is_dir(),
+        fixture
+            .root()
+            .join("lab/target/debug/.fingerprint")
+            .is_dir(),
         "built in the lab's own target/"
     );
 }
