@@ -84,6 +84,9 @@ pub fn age_fingerprints(lab: &Path, target: &Path) -> Result<()> {
             fingerprints.push(inner.join(".fingerprint"));
         }
         for folder in fingerprints {
+            if fs::symlink_metadata(&folder).is_ok_and(|meta| meta.file_type().is_symlink()) {
+                return Err(refused(lab, &folder, say::A_SYMLINK.to_string()));
+            }
             for unit in real_folders(&folder)? {
                 if is_unit_of(&unit, &packages) {
                     age_dep_info(lab, &unit)?;
@@ -140,14 +143,7 @@ fn age_dep_info(lab: &Path, unit: &Path) -> Result<()> {
             continue;
         }
         let path = entry.path();
-        let refused = |why: String| {
-            let shown = path.strip_prefix(lab).unwrap_or(&path);
-            Error::bad_input(say::target_file_refused(
-                &lab.display().to_string(),
-                &shown.display().to_string(),
-                &why,
-            ))
-        };
+        let refused = |why: String| refused(lab, &path, why);
         match open_regular(&path) {
             Ok(Some(file)) => file
                 .set_modified(aged())
@@ -161,6 +157,16 @@ fn age_dep_info(lab: &Path, unit: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The refusal of `path` in the lab's target folder, saying `why`.
+fn refused(lab: &Path, path: &Path, why: String) -> Error {
+    let shown = path.strip_prefix(lab).unwrap_or(path);
+    Error::bad_input(say::target_file_refused(
+        &lab.display().to_string(),
+        &shown.display().to_string(),
+        &why,
+    ))
 }
 
 /// Opens `path` for reading without following a symlink at its end and
@@ -319,5 +325,17 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", &fifo).unwrap();
         let error = age_fingerprints(lab, &lab.join("target")).unwrap_err();
         assert_eq!(error.exit_code(), 2, "{error}");
+
+        // A linked `.fingerprint` is refused, its target's files untouched.
+        fs::remove_file(&fifo).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let elsewhere = other.path().join("elsewhere");
+        fs::rename(lab.join("target/debug/.fingerprint"), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, lab.join("target/debug/.fingerprint")).unwrap();
+        let outside = elsewhere.join("course-1/dep-lib-course");
+        let before = time(&outside);
+        let error = age_fingerprints(lab, &lab.join("target")).unwrap_err();
+        assert_eq!(error.exit_code(), 2, "{error}");
+        assert_eq!(time(&outside), before);
     }
 }
