@@ -79,6 +79,9 @@ struct Position {
     output: String,
     #[serde(skip)]
     lab: PathBuf,
+    /// The lab as typed from the repository root (relative when inside it).
+    #[serde(skip)]
+    lab_from_root: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -183,14 +186,15 @@ impl cli::Check {
             cargo_output: None,
             output: String::new(),
             lab: lab.to_path_buf(),
+            lab_from_root: from_root(&repo.root, lab),
         };
+        let (changed, verified) = changed_tests(repo, manifest, lab)?;
+        position.changed_tests = changed;
+        position.tests_verified = verified;
         if !position.focused_test_present {
             position.output = lab_dir::restore_hint(repo, manifest, lab);
             return Ok(position);
         }
-        let (changed, verified) = changed_tests(repo, manifest, lab)?;
-        position.changed_tests = changed;
-        position.tests_verified = verified;
         let target = safe_fs::folder_inside(lab, Path::new("target")).map_err(|refusal| {
             Error::bad_input(say::lab_target_refused(
                 &lab.display().to_string(),
@@ -465,6 +469,16 @@ fn refusal_text(refusal: &safe_fs::Refusal) -> String {
     format!("{at}：{why}")
 }
 
+/// `lab` as typed from the repository root `root`: relative when below it,
+/// else absolute.
+fn from_root(root: &Path, lab: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match lab.strip_prefix(&root) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => lab.display().to_string(),
+    }
+}
+
 /// The repository root as the user would type it (no trailing `/`).
 fn root_text(root: &Path) -> String {
     let text = root.display().to_string();
@@ -513,6 +527,43 @@ fn step_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_in_which_no_test_ran_is_red_whatever_it_expects() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "id": "01", "title": "t", "focusedTest": "t.rs", "teachingFiles": [],
+            "run": ["cargo", "test"],
+            "steps": [{"id": "1.1", "filter": "renamed", "expectedTests": 0}]
+        }))
+        .unwrap();
+        let position = Position {
+            chapter: String::new(),
+            title: String::new(),
+            focused_test_present: true,
+            changed_tests: Vec::new(),
+            tests_verified: true,
+            compiled: true,
+            timed_out: false,
+            errors: Vec::new(),
+            steps: Vec::new(),
+            first_failure: None,
+            first_failure_step: None,
+            passed: 0,
+            ran: 0,
+            expected: None,
+            complete: false,
+            cargo_output: None,
+            output: String::new(),
+            lab: PathBuf::new(),
+            lab_from_root: String::new(),
+        };
+        let report = Report {
+            passed: vec!["adds".to_string()],
+            ..Report::default()
+        };
+        let status = step_status(&manifest, &manifest.steps[0], Some(&report), &position);
+        assert_eq!((status.passed, status.ran, status.green), (0, 0, false));
+    }
 
     #[test]
     fn json_messages_are_asked_of_cargo_before_a_double_dash() {

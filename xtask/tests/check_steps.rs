@@ -73,8 +73,12 @@ fn the_wire_step_is_a_row_and_the_chapter_is_complete_only_when_it_passes() {
     run.success().prints(&[
         "1.2 线上格式 1/1 ✓",
         "全部 2 个聚焦测试和 2 个步骤都通过：第 01 章完成。",
-        "cargo xtask compare 01 lab",
+        "在课程仓库根目录运行：\n    cargo xtask compare 01 lab\n",
     ]);
+    // From a subfolder, the compare line is still the one to type at the root.
+    common::xtask_in(&fixture.root().join("course"), &["check", "01", "lab"])
+        .success()
+        .prints(&["cargo xtask compare 01 lab\n"]);
 }
 
 #[test]

@@ -130,6 +130,14 @@ fn check_reports_a_missing_focused_test_with_the_command_that_restores_it() {
     assert!(!run.stdout.contains("能编译"), "{}", run.stdout);
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
     assert_eq!(json["focusedTestPresent"], false);
+    assert_eq!(json["changedTests"][0]["missing"], true);
+    assert!(
+        json["changedTests"][0]["restore"]
+            .as_str()
+            .unwrap()
+            .contains(" show "),
+        "{json}"
+    );
     assert_eq!(json["compiled"], false);
 }
 

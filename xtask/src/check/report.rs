@@ -7,7 +7,6 @@ use crate::cli;
 use crate::error::Result;
 use crate::learner_text as say;
 use crate::out::{self, outln, shell_word};
-use crate::practice::display_path;
 
 /// How many compile errors are shown (`--verbose` shows every one).
 const ERRORS_SHOWN: usize = 5;
@@ -114,7 +113,7 @@ fn print_ending(position: &Position) -> Result<()> {
             say::complete_with_steps(position.passed, ids.len(), &position.chapter)
         };
         outln!("{done}")?;
-        let lab = shell_word(&display_path(&position.lab));
+        let lab = shell_word(&position.lab_from_root);
         return outln!("{}", say::compare_next(&position.chapter, &lab));
     }
     let unexplained = !position.timed_out
