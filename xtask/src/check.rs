@@ -1,7 +1,7 @@
 //! `check NN DIR`: where the learner stands, not raw cargo noise — does it
 //! compile (and which teaching file each error belongs to), which steps are
 //! green, and the first deviation of the first failing test. The report is
-//! the learner's, so it speaks the course's language ([`learner_text`]).
+//! the learner's, so it speaks the course's language ([`crate::learner_text`]).
 //!
 //! Never green on wrong work:
 //! - the lab is built in its own target folder (`DIR/target`), whatever

@@ -14,10 +14,20 @@
 //!    second after the epoch). Every source with a real time is then newer,
 //!    so cargo rebuilds the course crate and its tests and nothing else.
 //!    (Aging a registry dependency's dep-info would rebuild it too when it
-//!    includes a file its build script generates, as serde does: 20 s.) A source dated at or before
-//!    [`aged`] gets the current time instead (the only learner files touched:
-//!    an editor keeps its buffer's time, so touching every file would make it
-//!    warn "changed on disk" after each check).
+//!    includes a file its build script generates, as serde does: 20 s.)
+//!    A source dated at or before [`aged`] gets the current time instead:
+//!    the only learner files touched. Touching every source instead would
+//!    be as honest, but an open editor then warns "changed on disk" (or
+//!    refuses to save) after every check.
+//!
+//!    Also ruled out: hashing the sources and comparing with what cargo's
+//!    fingerprint saw — stable cargo records times, not content (content
+//!    hashes need the unstable `-Zchecksum-freshness`).
+//!
+//!    Every file opened inside `target/` is opened without following a
+//!    symlink at its end, and a linked `.fingerprint` folder is refused; the
+//!    folders on the way are checked, then read by path (a race with another
+//!    process swapping them is not defended against).
 //! 2. [`Builds::reused`] proves it worked from cargo's own JSON messages:
 //!    every local artifact of the run must be `"fresh": false`, or built
 //!    earlier in the same check (a step's run reuses the focused run's
@@ -32,9 +42,8 @@
 //! `--watch` costs nothing more. Nothing is stored, so there is no hash to
 //! keep stable.
 //!
-//! Every file opened inside `target/` is opened without following symlinks,
-//! and a symlink or non-regular file (a FIFO) where a dep-info file should be
-//! is refused, never waited on.
+//! A symlink or non-regular file (a FIFO) where a dep-info file should be is
+//! refused with exit 2, never waited on.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
