@@ -79,6 +79,10 @@ struct Position {
     output: String,
     #[serde(skip)]
     lab: PathBuf,
+    /// The output of a run that failed with neither a compile error nor a
+    /// failing test (cargo could not start: a broken `Cargo.toml`, …).
+    #[serde(skip)]
+    unexplained: Option<String>,
     /// The lab as typed from the repository root (relative when inside it).
     #[serde(skip)]
     lab_from_root: String,
@@ -187,6 +191,7 @@ impl cli::Check {
             output: String::new(),
             lab: lab.to_path_buf(),
             lab_from_root: from_root(&repo.root, lab),
+            unexplained: None,
         };
         let (changed, verified) = changed_tests(repo, manifest, lab)?;
         position.changed_tests = changed;
@@ -329,6 +334,20 @@ impl cli::Check {
             })
             .collect::<Vec<_>>()
             .join("\n");
+        position.unexplained = runs.iter().find_map(|run| {
+            let (report, captured) = (run.report.as_ref()?, run.captured.as_ref()?);
+            let unexplained = !captured.success
+                && !captured.timed_out
+                && report.failed.is_empty()
+                && report.errors.is_empty();
+            unexplained.then(|| {
+                if report.text.is_empty() {
+                    captured.output.clone()
+                } else {
+                    report.text.clone()
+                }
+            })
+        });
         if self.json && self.verbose {
             position.cargo_output = Some(position.output.clone());
         }
@@ -556,6 +575,7 @@ mod tests {
             output: String::new(),
             lab: PathBuf::new(),
             lab_from_root: String::new(),
+            unexplained: None,
         };
         let report = Report {
             passed: vec!["adds".to_string()],

@@ -244,3 +244,15 @@ fn a_fifo_or_symlink_among_cargos_fingerprints_is_refused_never_waited_on() {
         "nothing outside the lab was touched through the link"
     );
 }
+
+#[test]
+fn a_run_cargo_cannot_start_shows_cargos_own_words() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let manifest = lab.join("course/Cargo.toml");
+    let broken = fs::read_to_string(&manifest).unwrap() + "garbage = [\n";
+    fs::write(&manifest, broken).unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&["运行失败了，但没有哪个测试失败", "course/Cargo.toml"]);
+}

@@ -116,18 +116,11 @@ fn print_ending(position: &Position) -> Result<()> {
         let lab = shell_word(&position.lab_from_root);
         return outln!("{}", say::compare_next(&position.chapter, &lab));
     }
-    let unexplained = !position.timed_out
-        && !nothing_ran
-        && position.first_failure.is_none()
-        && position.errors.is_empty()
-        && position.changed_tests.is_empty()
-        && position.tests_verified
-        && position.steps.iter().all(|step| step.green);
-    if !unexplained {
+    let Some(output) = &position.unexplained else {
         return outln!("{}", say::NEXT);
-    }
+    };
     outln!("{}", say::FAILED_WITHOUT_A_TEST)?;
-    let tail: Vec<&str> = position.output.lines().rev().take(10).collect();
+    let tail: Vec<&str> = output.lines().rev().take(10).collect();
     for line in tail.iter().rev() {
         outln!("  {line}")?;
     }
