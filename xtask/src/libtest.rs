@@ -128,6 +128,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
     let mut report = Report::default();
     let mut finished = None;
     let mut rendered = String::new();
+    let mut seen = HashSet::new();
     let mut tests = Vec::new();
     for line in stdout.lines() {
         let message = (finished.is_none() && line.starts_with("{\"reason\":"))
@@ -146,8 +147,10 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
                 filenames,
             }),
             Some(CargoLine::CompilerMessage { message }) => {
+                // Cargo repeats a diagnostic when a file is compiled for
+                // several targets (the library, its tests): once is enough.
                 let text = message.rendered.clone().unwrap_or_default();
-                if !text.is_empty() && rendered.contains(&text) {
+                if !text.is_empty() && !seen.insert(text.clone()) {
                     continue;
                 }
                 rendered.push_str(&text);
@@ -412,6 +415,42 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         assert!(!report.failed_test("inner"));
         assert_eq!(report.count("system"), (1, 1));
         assert_eq!(report.count(""), (2, 3));
+    }
+
+    #[test]
+    fn cargo_json_gives_diagnostics_with_their_files_artifacts_and_tests() {
+        let error = serde_json::json!({"reason": "compiler-message", "message": {
+            "message": "`Rc<u8>` cannot be sent between threads safely", "level": "error",
+            "spans": [
+                {"file_name": "tests/t.rs", "line_start": 9, "column_start": 5, "is_primary": false},
+                {"file_name": "tests/t.rs", "line_start": 8, "column_start": 3, "is_primary": true}
+            ],
+            "children": [{"message": "required because it appears within the type `C`",
+                "level": "note", "spans": [{"file_name": "src/types.rs", "line_start": 2,
+                "column_start": 1, "is_primary": true}], "children": [], "rendered": null}],
+            "rendered": "error[E0277]: `Rc<u8>` cannot be sent\n"}});
+        let warning = serde_json::json!({"reason": "compiler-message", "message": {
+            "message": "unused", "level": "warning", "spans": [], "children": [],
+            "rendered": "warning: unused\n"}});
+        let artifact = r#"{"reason":"compiler-artifact","package_id":"path+file:///lab/course#0.1.0","fresh":false,"filenames":["/lab/target/libcourse.rlib"]}"#;
+        let stdout = format!(
+            "{error}\n{warning}\n{error}\n{artifact}\n{}\nrunning 2 tests\ntest a ... ok\ntest b ... ignored, slow\n{}\n",
+            r#"{"reason":"build-finished","success":true}"#,
+            // A test's own output after the build is libtest's, whatever it looks like.
+            r#"{"reason":"build-finished","success":false}"#,
+        );
+        let report = parse_cargo(&stdout, "   Compiling course\n");
+        assert!(report.compiled && report.ran);
+        assert_eq!(report.errors.len(), 1, "a repeated diagnostic counts once");
+        let error = &report.errors[0];
+        assert_eq!(error.location.as_deref(), Some("tests/t.rs:8:3"));
+        assert_eq!(error.files, ["tests/t.rs", "src/types.rs"]);
+        assert_eq!(error.rendered, "error[E0277]: `Rc<u8>` cannot be sent\n");
+        assert_eq!(report.passed, ["a"]);
+        assert_eq!(report.ignored, ["b"]);
+        assert!(report.artifacts[0].is_local() && !report.artifacts[0].fresh);
+        assert!(report.text.starts_with("   Compiling course\nerror[E0277]"));
+        assert!(report.text.contains("warning: unused\nrunning 2 tests"));
     }
 
     #[test]
