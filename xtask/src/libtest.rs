@@ -131,7 +131,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
     let mut seen = HashSet::new();
     let mut tests = Vec::new();
     for line in stdout.lines() {
-        let message = (finished.is_none() && line.starts_with("{\"reason\":"))
+        let message = (finished.is_none() && line.starts_with('{'))
             .then(|| serde_json::from_str::<CargoLine>(line).ok())
             .flatten();
         match message {
