@@ -105,6 +105,9 @@ struct ErrorAt {
     location: Option<String>,
     /// The teaching file where the fix goes.
     teaching_file: Option<String>,
+    /// True when that file is not in the lab yet: it is to be made (and
+    /// declared as a module of the crate root).
+    teaching_file_missing: bool,
     /// rustc's own text of the error: spans, notes and help, intact.
     rendered: String,
 }
@@ -367,11 +370,14 @@ fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<Err
             if seen {
                 continue;
             }
+            let teaching_file = trace::teaching_file_for(error, &manifest.teaching_files, &imports);
             errors.push(ErrorAt {
                 message: error.message.clone(),
                 location: error.location.clone(),
-                teaching_file: trace::teaching_file_for(error, &manifest.teaching_files, &imports)
-                    .map(|file| file.to_string()),
+                teaching_file: teaching_file.map(|file| file.to_string()),
+                teaching_file_missing: teaching_file.is_some_and(|file| {
+                    safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
+                }),
                 rendered: error.rendered.clone(),
             });
         }

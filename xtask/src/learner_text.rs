@@ -283,3 +283,11 @@ pub fn cannot_touch(path: &str) -> String {
 pub fn cannot_read(folder: &str) -> String {
     format!("无法读取文件夹 {folder}")
 }
+
+/// The line above a compile error whose fix is a file not written yet.
+pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String {
+    let location = location.unwrap_or("（没有位置）");
+    format!(
+        "→ 要新建 {teaching_file}，并在 crate 根（lib.rs）里用 `pub mod` 声明它（编译器指向 {location}）"
+    )
+}

@@ -104,6 +104,28 @@ fn chapter() -> (Fixture, PathBuf) {
 }
 
 #[test]
+fn a_module_not_written_yet_is_named_as_a_file_to_make() {
+    let (fixture, lab) = chapter();
+    fs::remove_file(lab.join("course/src/types.rs")).unwrap();
+    fs::write(lab.join("course/src/lib.rs"), "pub mod assistant_stream;\n").unwrap();
+    fs::write(lab.join("course/src/assistant_stream.rs"), "").unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&[
+        "→ 要新建 course/src/types.rs，并在 crate 根（lib.rs）里用 `pub mod` 声明它",
+        "could not find `types` in `course`",
+    ]);
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    let errors = json["errors"].as_array().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|error| error["teachingFileMissing"] == true),
+        "{json}"
+    );
+}
+
+#[test]
 fn a_private_field_used_by_the_focused_test_is_traced_to_types_rs() {
     let (fixture, lab) = chapter();
     fixture.xtask(&["check", "01", "lab"]).success();

@@ -60,10 +60,13 @@ impl cli::Check {
 fn print_errors(errors: &[ErrorAt]) -> Result<()> {
     outln!("{}", say::does_not_compile(errors.len()))?;
     for error in errors.iter().take(ERRORS_SHOWN) {
-        outln!(
-            "\n{}",
-            say::error_in(error.teaching_file.as_deref(), error.location.as_deref())
-        )?;
+        let heading = match &error.teaching_file {
+            Some(file) if error.teaching_file_missing => {
+                say::error_in_new_file(file, error.location.as_deref())
+            }
+            file => say::error_in(file.as_deref(), error.location.as_deref()),
+        };
+        outln!("\n{heading}")?;
         let text = if error.rendered.is_empty() {
             &error.message
         } else {
