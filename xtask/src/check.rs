@@ -1,10 +1,27 @@
 //! `check NN DIR`: where the learner stands, not raw cargo noise — does it
 //! compile (and which teaching file each error belongs to), which steps are
 //! green, and the first deviation of the first failing test. The report is
-//! the learner's, so it speaks the course's language ([`learner_text`]).
+//! the learner's, so it speaks the course's language ([`crate::learner_text`]).
 //!
-//! The lab is built in its own target folder (`DIR/target`), whatever
-//! `CARGO_TARGET_DIR` says: no other build can make it look green.
+//! Never green on wrong work:
+//! - the lab is built in its own target folder (`DIR/target`), whatever
+//!   `CARGO_TARGET_DIR` says, and every local package is rebuilt from what
+//!   the lab holds now ([`freshness`]);
+//! - the test files the lab got from the target (the focused test, a step's
+//!   own test file) must still be the target's, byte for byte: a changed or
+//!   missing one is reported with the command that restores it;
+//! - a run in which no test ran is red, whatever `expectedTests` says;
+//! - the exit status is the verdict even when stdout is closed.
+//!
+//! Compile errors come from cargo's JSON messages ([`libtest::parse_cargo`]):
+//! each is shown as rustc rendered it, under the teaching file where the fix
+//! goes — the first teaching file among its primary span, its other spans
+//! and its notes' spans; else the module the focused test imports the named
+//! item from; else, for a name the test cannot find, the crate root.
+
+mod lab_dir;
+mod report;
+mod trace;
 
 use std::path::{Path, PathBuf};
 
@@ -13,19 +30,21 @@ use serde::Serialize;
 use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
-use crate::freshness;
+use crate::freshness::{self, Builds};
 use crate::learner_text as say;
-use crate::libtest::{self, CompileError, Failure, Report};
+use crate::libtest::{self, Failure, Report};
 use crate::locate;
-use crate::manifest::{Manifest, RepoPath};
-use crate::out::display_path;
-use crate::out::{noteln, out, outln};
+use crate::manifest::{Manifest, Step};
+use crate::out::{self, display_path, noteln, out, outln, shell_word};
 use crate::repo::CourseRepo;
-use crate::runner::Invocation;
+use crate::runner::{Captured, Invocation};
 use crate::safe_fs;
+use crate::tree;
 use crate::watch::{self, Watcher};
 
-/// The learner's position, as `--json` prints it.
+/// The learner's position, as `--json` prints it. Every field name and
+/// every value the tool itself chooses is ASCII and stable; text from the
+/// manifest (`title`) and from rustc and the tests is passed on as it is.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Position {
@@ -33,18 +52,49 @@ struct Position {
     title: String,
     /// False when the focused test is not in the lab (nothing was run).
     focused_test_present: bool,
+    /// The lab's test files that are not the target's (changed or missing).
+    changed_tests: Vec<ChangedTest>,
+    /// False when the target's test files could not be read (no history):
+    /// the lab's tests cannot be trusted, so the chapter is not complete.
+    tests_verified: bool,
     /// True when the tests compiled and ran.
     compiled: bool,
     timed_out: bool,
     errors: Vec<ErrorAt>,
     steps: Vec<StepStatus>,
     first_failure: Option<Failure>,
+    /// The step whose run holds `firstFailure`, when it has a run of its own.
+    first_failure_step: Option<String>,
+    /// Focused tests that passed, and that ran (passed or failed).
     passed: usize,
+    ran: usize,
     expected: Option<usize>,
-    /// True when the whole chapter passes.
+    /// True when the whole chapter passes: focused tests and every step.
     complete: bool,
+    /// Cargo's output as a person reads it, with `--json --verbose`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cargo_output: Option<String>,
     #[serde(skip)]
     output: String,
+    #[serde(skip)]
+    lab: PathBuf,
+    /// The output of a run that failed with neither a compile error nor a
+    /// failing test (cargo could not start: a broken `Cargo.toml`, …).
+    #[serde(skip)]
+    unexplained: Option<String>,
+    /// The lab as typed from the repository root (relative when inside it).
+    #[serde(skip)]
+    lab_from_root: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChangedTest {
+    path: String,
+    /// True when the file is gone from the lab, false when it differs.
+    missing: bool,
+    /// The shell command that writes the target's version back.
+    restore: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,20 +102,37 @@ struct Position {
 struct ErrorAt {
     message: String,
     location: Option<String>,
-    /// rustc's suggestions, e.g. "a struct with a similar name exists".
-    help: Vec<String>,
-    /// The teaching file that the error asks the learner to write or fix.
+    /// The teaching file where the fix goes.
     teaching_file: Option<String>,
+    /// True when that file is not in the lab yet: it is to be made (and
+    /// declared as a module of the crate root).
+    teaching_file_missing: bool,
+    /// rustc's own text of the error: spans, notes and help, intact.
+    rendered: String,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StepStatus {
     id: String,
+    /// The step's name from the manifest, if it has one.
+    title: Option<String>,
+    /// The test-name filter as the manifest gives it ("" selects all).
     filter: String,
+    /// True when the step has a run of its own (e.g. a wire test file).
+    own_run: bool,
     passed: usize,
+    ran: usize,
     expected: usize,
     green: bool,
+}
+
+/// One of the chapter's distinct runs and what it gave.
+struct RunResult<'m> {
+    command: &'m [String],
+    /// `None` when the run was skipped: its test file is not in the lab.
+    report: Option<Report>,
+    captured: Option<Captured>,
 }
 
 impl cli::Check {
@@ -73,17 +140,11 @@ impl cli::Check {
     /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
-        let lab = find_lab(repo, &self.dir, &manifest)?;
+        let lab = lab_dir::find_lab(repo, &self.dir, &manifest)?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
-            self.print(&position)?;
-            return if position.complete {
-                Ok(())
-            } else {
-                Err(Error::check_failed(say::not_complete(
-                    &manifest.id.to_string(),
-                )))
-            };
+            let printed = self.print(&position);
+            return verdict(&position, printed);
         }
         let mut watcher = Watcher::new(&lab);
         loop {
@@ -92,13 +153,20 @@ impl cli::Check {
             }
             noteln!("{}", say::checking(&display_path(&lab)));
             let position = self.check(repo, &manifest, &lab)?;
+            let mut printed = Ok(());
             if !self.json {
                 // Clear the screen so only the newest report shows.
-                out!("\x1b[2J\x1b[H")?;
+                printed = out!("\x1b[2J\x1b[H");
             }
-            self.print(&position)?;
+            printed = printed.and_then(|()| self.print(&position));
             if !self.json {
-                outln!("\n{}", say::watching(&display_path(&lab)))?;
+                printed = printed.and_then(|()| {
+                    outln!("\n{}", say::watching(&display_path(&lab)))?;
+                    out::flush()
+                });
+            }
+            if printed.is_err() {
+                return verdict(&position, printed);
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
         }
@@ -109,286 +177,432 @@ impl cli::Check {
             chapter: manifest.id.to_string(),
             title: manifest.title.clone(),
             focused_test_present: manifest.focused_test.under(lab).is_file(),
+            changed_tests: Vec::new(),
+            tests_verified: false,
             compiled: false,
             timed_out: false,
             errors: Vec::new(),
             steps: Vec::new(),
             first_failure: None,
+            first_failure_step: None,
             passed: 0,
+            ran: 0,
             expected: manifest.expected_tests,
             complete: false,
+            cargo_output: None,
             output: String::new(),
+            lab: lab.to_path_buf(),
+            lab_from_root: from_root(&repo.root, lab),
+            unexplained: None,
         };
+        let (changed, verified) = changed_tests(repo, manifest, lab)?;
+        position.changed_tests = changed;
+        position.tests_verified = verified;
         if !position.focused_test_present {
-            position.output = restore_hint(repo, manifest, lab);
+            position.output = lab_dir::restore_hint(repo, manifest, lab);
             return Ok(position);
         }
         let target = safe_fs::folder_inside(lab, Path::new("target")).map_err(|refusal| {
             Error::bad_input(say::lab_target_refused(
                 &lab.display().to_string(),
-                &refusal.to_string(),
+                &refusal_text(&refusal),
             ))
         })?;
-        freshness::refresh(lab, &target)?;
-        let run = Invocation {
-            command: &manifest.run,
-            extra: &[],
-            dir: lab,
-            target_dir: &target,
-            timeout: self.timeout(),
+        freshness::age_fingerprints(lab, &target)?;
+        let mut builds = Builds::default();
+        let mut runs = Vec::new();
+        for command in manifest.runs() {
+            let skipped = command != manifest.run.as_slice()
+                && manifest.steps.iter().all(|step| {
+                    step.run(manifest) != command || test_file_missing(step, &position)
+                });
+            let (report, captured) = if skipped {
+                (None, None)
+            } else {
+                let (report, captured) = self.run_cargo(lab, &target, command, &mut builds)?;
+                (Some(report), Some(captured))
+            };
+            runs.push(RunResult {
+                command,
+                report,
+                captured,
+            });
         }
-        .run()?;
-        let report = libtest::parse(&run.output);
-        position.timed_out = run.timed_out;
-        position.compiled = report.compiled && report.ran;
-        position.complete = run.success
-            && report.failed.is_empty()
-            && manifest
-                .expected_tests
-                .is_none_or(|count| report.passed.len() == count);
-        position.errors = errors_at(&report, &manifest.teaching_files);
-        position.steps = steps(manifest, &report);
-        position.first_failure = report.failed.first().cloned();
-        position.passed = report.passed.len();
-        position.output = run.output;
+        self.judge(manifest, &mut position, &runs);
         Ok(position)
     }
 
-    fn print(&self, position: &Position) -> Result<()> {
-        if self.verbose {
-            outln!("{}", position.output)?;
-        }
-        if self.json {
-            crate::out::json(position)?;
-            return Ok(());
-        }
-        outln!("{}", say::heading(&position.chapter, &position.title))?;
-        if !position.focused_test_present {
-            return outln!("{}", position.output);
-        }
-        if position.timed_out {
-            outln!("{}", say::timed_out(self.timeout()))?;
-        } else if position.compiled {
-            outln!("{}", say::COMPILES)?;
-        } else if !position.errors.is_empty() {
-            outln!("{}", say::does_not_compile(position.errors.len()))?;
-            for error in position.errors.iter().take(5) {
-                outln!("  {}", say::error_line(&error.message))?;
-                outln!(
-                    "    {}",
-                    say::error_location(error.location.as_deref(), error.teaching_file.as_deref())
-                )?;
-                for help in &error.help {
-                    outln!("    {}", say::help_line(help))?;
+    /// Runs `command` in `lab` with cargo's JSON messages; when cargo
+    /// reused a local package from a build this check did not make, cleans
+    /// that package and runs once more (see [`freshness`]).
+    fn run_cargo(
+        &self,
+        lab: &Path,
+        target: &Path,
+        command: &[String],
+        builds: &mut Builds,
+    ) -> Result<(Report, Captured)> {
+        let (command, json) = with_json_messages(command);
+        let mut cleaned = false;
+        loop {
+            let captured = Invocation {
+                command: &command,
+                extra: &[],
+                dir: lab,
+                target_dir: target,
+                timeout: self.timeout(),
+            }
+            .run()?;
+            let report = if json {
+                let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
+                libtest::parse_cargo(&captured.stdout, stderr)
+            } else {
+                libtest::parse(&captured.output)
+            };
+            let reused = builds.reused(&report);
+            if reused.is_empty() || captured.timed_out {
+                return Ok((report, captured));
+            }
+            if cleaned {
+                return Err(Error::environment(say::still_reused(&reused.join(", "))));
+            }
+            for package in &reused {
+                let clean = ["cargo", "clean", "-p", package].map(String::from);
+                Invocation {
+                    command: &clean,
+                    extra: &[],
+                    dir: lab,
+                    target_dir: target,
+                    timeout: self.timeout(),
                 }
+                .run()?;
             }
+            cleaned = true;
         }
-        print_steps(&position.steps)?;
-        if let Some(failure) = &position.first_failure {
-            outln!("{}", say::first_failure(&failure.name))?;
-            for line in failure.message.lines() {
-                outln!("  {line}")?;
-            }
+    }
+
+    /// Fills in the position from the runs' reports.
+    fn judge(&self, manifest: &Manifest, position: &mut Position, runs: &[RunResult<'_>]) {
+        let report_of = |command: &[String]| {
+            runs.iter()
+                .find(|run| run.command == command)
+                .and_then(|run| run.report.as_ref())
+        };
+        let main = &runs[0];
+        let report = main.report.as_ref().expect("the focused run always runs");
+        let captured = main.captured.as_ref().expect("the focused run always runs");
+        position.timed_out = runs
+            .iter()
+            .filter_map(|run| run.captured.as_ref())
+            .any(|captured| captured.timed_out);
+        position.compiled = runs
+            .iter()
+            .filter_map(|run| run.report.as_ref())
+            .all(|report| report.compiled && report.ran);
+        position.passed = report.passed.len();
+        position.ran = report.passed.len() + report.failed.len();
+        position.errors = errors_at(manifest, &position.lab, runs);
+        position.steps = manifest
+            .steps
+            .iter()
+            .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
+            .collect();
+        (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
+        let focused_green = captured.success
+            && report.failed.is_empty()
+            && position.passed >= 1
+            && manifest
+                .expected_tests
+                .is_none_or(|count| position.passed == count);
+        let runs_green = runs
+            .iter()
+            .filter_map(|run| run.captured.as_ref())
+            .all(|captured| captured.success);
+        position.complete = focused_green
+            && runs_green
+            && !position.timed_out
+            && position.steps.iter().all(|step| step.green)
+            && position.changed_tests.is_empty()
+            && position.tests_verified;
+        position.output = runs
+            .iter()
+            .filter_map(|run| {
+                let text = &run.report.as_ref()?.text;
+                Some(if text.is_empty() {
+                    run.captured.as_ref()?.output.clone()
+                } else {
+                    text.clone()
+                })
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        position.unexplained = runs.iter().find_map(|run| {
+            let (report, captured) = (run.report.as_ref()?, run.captured.as_ref()?);
+            let unexplained = !captured.success
+                && !captured.timed_out
+                && report.failed.is_empty()
+                && report.errors.is_empty();
+            unexplained.then(|| {
+                if report.text.is_empty() {
+                    captured.output.clone()
+                } else {
+                    report.text.clone()
+                }
+            })
+        });
+        if self.json && self.verbose {
+            position.cargo_output = Some(position.output.clone());
         }
-        if position.complete {
-            outln!("{}", say::complete(position.passed, &position.chapter))?;
-        } else if !position.timed_out
-            && position.first_failure.is_none()
-            && position.errors.is_empty()
-        {
-            outln!("{}", say::FAILED_WITHOUT_A_TEST)?;
-            let tail: Vec<&str> = position.output.lines().rev().take(10).collect();
-            for line in tail.iter().rev() {
-                outln!("  {line}")?;
-            }
-        } else {
-            outln!("{}", say::NEXT)?;
-        }
-        Ok(())
     }
 }
 
-fn print_steps(steps: &[StepStatus]) -> Result<()> {
-    if steps.is_empty() {
-        return Ok(());
+/// Every compile error of the runs, once, with the teaching file where its
+/// fix goes.
+fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<ErrorAt> {
+    let imports = trace::imports(manifest, lab);
+    let mut errors: Vec<ErrorAt> = Vec::new();
+    for report in runs.iter().filter_map(|run| run.report.as_ref()) {
+        for error in &report.errors {
+            let seen = errors
+                .iter()
+                .any(|known| known.rendered == error.rendered && known.message == error.message);
+            if seen {
+                continue;
+            }
+            let teaching_file = trace::teaching_file_for(error, &manifest.teaching_files, &imports);
+            errors.push(ErrorAt {
+                message: error.message.clone(),
+                location: error.location.clone(),
+                teaching_file: teaching_file.map(|file| file.to_string()),
+                teaching_file_missing: teaching_file.is_some_and(|file| {
+                    safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
+                }),
+                rendered: error.rendered.clone(),
+            });
+        }
     }
-    outln!("{}", say::STEPS)?;
-    let width = steps
-        .iter()
-        .map(|step| display_width(&step.filter))
-        .max()
-        .unwrap_or(0);
-    for step in steps {
-        let mark = if step.green { " ✓" } else { "" };
-        let pad = width - display_width(&step.filter);
-        outln!(
-            "  {} {}{} {}/{}{mark}",
-            step.id,
-            step.filter,
-            " ".repeat(pad),
-            step.passed,
-            step.expected
-        )?;
-    }
-    Ok(())
+    errors
 }
 
-/// Columns `text` takes in a terminal: CJK characters take two.
-fn display_width(text: &str) -> usize {
-    text.chars()
-        .map(|c| match c {
-            '\u{1100}'..='\u{115F}'
-            | '\u{2E80}'..='\u{A4CF}'
-            | '\u{AC00}'..='\u{D7A3}'
-            | '\u{F900}'..='\u{FAFF}'
-            | '\u{FE30}'..='\u{FE4F}'
-            | '\u{FF00}'..='\u{FF60}'
-            | '\u{FFE0}'..='\u{FFE6}' => 2,
-            _ => 1,
-        })
-        .sum()
-}
-
-/// Resolves DIR against the current folder, then against the repository
-/// root; refuses the repository itself and folders that are not labs.
-fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
-    let here = std::env::current_dir().unwrap_or_default();
-    let root = repo
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| repo.root.clone());
-    let id = manifest.id.to_string();
-    let found = [here.join(dir), repo.root.join(dir)]
-        .into_iter()
-        .find(|candidate| candidate.is_dir())
-        .and_then(|candidate| candidate.canonicalize().ok());
-    let Some(lab) = found else {
-        return Err(Error::bad_input(say::no_such_lab(
-            &dir.display().to_string(),
-            &id,
-            &root.display().to_string(),
-            &labs_in_sight(&here, &root),
-        )));
+/// The first failing test: the focused run's, else the first step run's
+/// (with that step's id).
+fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure>, Option<String>) {
+    let failed_in = |command: &[String]| {
+        runs.iter()
+            .find(|run| run.command == command)
+            .and_then(|run| run.report.as_ref())
+            .and_then(|report| report.failed.first())
     };
-    if lab == root || root.starts_with(&lab) {
-        return Err(Error::bad_input(say::is_the_repository(
-            &lab.display().to_string(),
-            &id,
-            &labs_in_sight(&here, &root),
-        )));
+    if let Some(failure) = failed_in(&manifest.run) {
+        return (Some(failure.clone()), None);
     }
-    if !is_lab(&lab) {
-        return Err(Error::bad_input(say::not_a_lab(
-            &lab.display().to_string(),
-            &id,
-            &labs_in_sight(&here, &root),
-        )));
-    }
-    Ok(lab)
-}
-
-/// A practice folder: a learner's workspace with the chapter's guide.
-fn is_lab(dir: &Path) -> bool {
-    dir.join(chapter::GUIDE_FILE).is_file() && dir.join("Cargo.toml").is_file()
-}
-
-/// The labs directly below the current folder and the repository root.
-fn labs_in_sight(here: &Path, root: &Path) -> Vec<String> {
-    let mut labs: Vec<String> = [here, root]
-        .into_iter()
-        .filter_map(|folder| std::fs::read_dir(folder).ok())
-        .flatten()
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.path())
-        .filter(|path| is_lab(path))
-        .map(|path| display_path(&path))
-        .collect();
-    labs.sort();
-    labs.dedup();
-    labs
-}
-
-/// How to bring a deleted focused test back.
-fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> String {
-    let test = &manifest.focused_test;
-    match locate::locate(&repo.git, manifest.id) {
-        Ok(checkpoint) => say::focused_test_missing(
-            test.as_str(),
-            &repo.root.display().to_string(),
-            &checkpoint.target.short,
-            &lab.display().to_string(),
-        ),
-        Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
-    }
-}
-
-fn errors_at(report: &Report, teaching: &[RepoPath]) -> Vec<ErrorAt> {
-    report
-        .errors
-        .iter()
-        .map(|error| ErrorAt {
-            message: error.message.clone(),
-            location: error.location.clone(),
-            help: error.help.clone(),
-            teaching_file: teaching_file_for(error, teaching).map(|file| file.to_string()),
-        })
-        .collect()
-}
-
-fn steps(manifest: &Manifest, report: &Report) -> Vec<StepStatus> {
     manifest
         .steps
         .iter()
-        .map(|step| {
-            let (passed, ran) = report.count(&step.filter);
-            StepStatus {
-                id: step.id.clone(),
-                filter: if step.filter.is_empty() {
-                    say::ALL_TESTS.to_string()
-                } else {
-                    step.filter.clone()
-                },
-                passed,
-                expected: step.expected_tests,
-                green: passed == step.expected_tests && ran == step.expected_tests,
-            }
+        .filter(|step| step.run.is_some())
+        .find_map(|step| {
+            Some((
+                Some(failed_in(step.run(manifest))?.clone()),
+                Some(step.id.clone()),
+            ))
         })
-        .collect()
+        .unwrap_or((None, None))
 }
 
-/// The teaching file an error belongs to: the file it is in, or the module
-/// it names (`course::types` → `course/src/types.rs`).
-fn teaching_file_for<'a>(error: &CompileError, teaching: &'a [RepoPath]) -> Option<&'a RepoPath> {
-    if let Some(file) = error.file()
-        && let Some(found) = teaching.iter().find(|path| path.as_str() == file)
-    {
-        return Some(found);
+/// The exit status is the verdict: red work fails the command even when its
+/// report could not be written (a closed or full stdout).
+fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
+    if position.complete {
+        printed
+    } else {
+        Err(Error::check_failed(say::not_complete(&position.chapter)))
     }
-    let stem = |path: &RepoPath| {
-        Path::new(path.as_str())
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let named = teaching.iter().find(|path| {
-        let stem = stem(path);
-        stem != "lib"
-            && stem != "mod"
-            && (error.message.contains(&format!("::{stem}"))
-                || error.message.contains(&format!("`{stem}`")))
+}
+
+/// `command` with cargo's JSON messages asked for (before a `--`, so the
+/// flag is cargo's), and whether it was: only a cargo command gets it.
+fn with_json_messages(command: &[String]) -> (Vec<String>, bool) {
+    let mut command = command.to_vec();
+    let is_cargo = command.first().is_some_and(|program| {
+        Path::new(program)
+            .file_name()
+            .is_some_and(|name| name == "cargo")
     });
-    // Anything else the focused test can't find is the crate root's to export.
-    named.or_else(|| teaching.iter().find(|path| stem(path) == "lib"))
+    if !is_cargo
+        || command
+            .iter()
+            .any(|arg| arg.starts_with("--message-format"))
+    {
+        return (command, false);
+    }
+    let at = command
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(command.len());
+    command.insert(at, "--message-format=json".to_string());
+    (command, true)
+}
+
+/// The lab's test files from the target that are changed or missing, and
+/// whether the target could be read to tell.
+fn changed_tests(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    lab: &Path,
+) -> Result<(Vec<ChangedTest>, bool)> {
+    let Ok(checkpoint) = locate::locate(&repo.git, manifest.id) else {
+        return Ok((Vec::new(), false));
+    };
+    let target_tree = repo.tree_of(checkpoint.target.oid)?;
+    let mut changed = Vec::new();
+    let mut verified = true;
+    for test in manifest.lab_tests() {
+        let Some(expected) = tree::file_at(&repo.git, &target_tree, test.as_str())? else {
+            verified = false;
+            continue;
+        };
+        // A symlink or a folder in its place is no copy of the target's file.
+        let actual = safe_fs::read_inside(lab, Path::new(test.as_str()));
+        let missing = matches!(actual, Ok(None));
+        if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
+            let restore = format!(
+                "git -C {} show {}:{test} > {}",
+                shell_word(root_text(&repo.root).as_str()),
+                checkpoint.target.short,
+                shell_word(&test.under(lab).display().to_string()),
+            );
+            changed.push(ChangedTest {
+                path: test.to_string(),
+                missing,
+                restore,
+            });
+        }
+    }
+    Ok((changed, verified))
+}
+
+/// Why `safe_fs` refused a path, in the learner's language.
+fn refusal_text(refusal: &safe_fs::Refusal) -> String {
+    let at = refusal.at.display().to_string();
+    let why = match &refusal.reason {
+        safe_fs::Reason::Symlink => say::A_SYMLINK.to_string(),
+        safe_fs::Reason::NotAFile | safe_fs::Reason::NotAFolder => say::NOT_A_FOLDER.to_string(),
+        safe_fs::Reason::Folder | safe_fs::Reason::NotRelative => refusal.to_string(),
+        safe_fs::Reason::Io(error) => error.to_string(),
+    };
+    format!("{at}：{why}")
+}
+
+/// `lab` as typed from the repository root `root`: relative when below it,
+/// else absolute.
+fn from_root(root: &Path, lab: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match lab.strip_prefix(&root) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => lab.display().to_string(),
+    }
+}
+
+/// The repository root as the user would type it (no trailing `/`).
+fn root_text(root: &Path) -> String {
+    let text = root.display().to_string();
+    match text.trim_end_matches('/') {
+        "" => text,
+        trimmed => trimmed.to_string(),
+    }
+}
+
+fn test_file_missing(step: &Step, position: &Position) -> bool {
+    step.test_file.as_ref().is_some_and(|file| {
+        position
+            .changed_tests
+            .iter()
+            .any(|changed| changed.missing && changed.path == file.as_str())
+    })
+}
+
+/// A step is green when its tests ran (at least one), all passed, as many
+/// as it expects, and its own test file (if any) is the target's.
+fn step_status(
+    manifest: &Manifest,
+    step: &Step,
+    report: Option<&Report>,
+    position: &Position,
+) -> StepStatus {
+    let (passed, ran) = report.map_or((0, 0), |report| report.count(&step.filter));
+    let file_intact = step.test_file.as_ref().is_none_or(|file| {
+        !position
+            .changed_tests
+            .iter()
+            .any(|changed| changed.path == file.as_str())
+    });
+    StepStatus {
+        id: step.id.clone(),
+        title: step.title.clone(),
+        filter: step.filter.clone(),
+        own_run: step.run(manifest) != manifest.run.as_slice(),
+        passed,
+        ran,
+        expected: step.expected_tests,
+        green: ran >= 1 && passed == ran && passed == step.expected_tests && file_intact,
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::display_width;
+    use super::*;
 
     #[test]
-    fn chinese_characters_take_two_columns() {
-        assert_eq!(display_width("system"), 6);
-        assert_eq!(display_width("全部"), 4);
-        assert_eq!(display_width("3.1 全部"), 8);
+    fn a_step_in_which_no_test_ran_is_red_whatever_it_expects() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "id": "01", "title": "t", "focusedTest": "t.rs", "teachingFiles": [],
+            "run": ["cargo", "test"],
+            "steps": [{"id": "1.1", "filter": "renamed", "expectedTests": 0}]
+        }))
+        .unwrap();
+        let position = Position {
+            chapter: String::new(),
+            title: String::new(),
+            focused_test_present: true,
+            changed_tests: Vec::new(),
+            tests_verified: true,
+            compiled: true,
+            timed_out: false,
+            errors: Vec::new(),
+            steps: Vec::new(),
+            first_failure: None,
+            first_failure_step: None,
+            passed: 0,
+            ran: 0,
+            expected: None,
+            complete: false,
+            cargo_output: None,
+            output: String::new(),
+            lab: PathBuf::new(),
+            lab_from_root: String::new(),
+            unexplained: None,
+        };
+        let report = Report {
+            passed: vec!["adds".to_string()],
+            ..Report::default()
+        };
+        let status = step_status(&manifest, &manifest.steps[0], Some(&report), &position);
+        assert_eq!((status.passed, status.ran, status.green), (0, 0, false));
+    }
+
+    #[test]
+    fn json_messages_are_asked_of_cargo_before_a_double_dash() {
+        let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            with_json_messages(&words("cargo test -p course -- --nocapture")),
+            (
+                words("cargo test -p course --message-format=json -- --nocapture"),
+                true
+            )
+        );
+        assert_eq!(
+            with_json_messages(&words("make test")),
+            (words("make test"), false)
+        );
     }
 }

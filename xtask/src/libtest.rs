@@ -1,9 +1,15 @@
 //! Reading cargo's and libtest's output: did it compile, which tests passed,
 //! and what was the first deviation.
+//!
+//! Compile errors come from cargo's `--message-format=json` ([`parse_cargo`]):
+//! rustc's diagnostics with their spans, child notes and `rendered` text, so
+//! an error can be traced to the file where its fix goes. Test results stay
+//! libtest's human output (its JSON is unstable), read here and nowhere else.
+//! [`parse`] reads cargo's prose for callers that still run without JSON.
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one focused run tells about the learner's position.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -16,6 +22,30 @@ pub struct Report {
     pub errors: Vec<CompileError>,
     pub passed: Vec<String>,
     pub failed: Vec<Failure>,
+    /// Tests libtest reported as `ignored`.
+    pub ignored: Vec<String>,
+    /// What cargo built or found fresh (JSON runs only).
+    pub artifacts: Vec<Artifact>,
+    /// The run as a person would read it: cargo's stderr, every diagnostic's
+    /// rendered text, then libtest's output (JSON runs only).
+    pub text: String,
+}
+
+/// One `compiler-artifact` message of cargo: a unit built (`fresh` false)
+/// or reused from an earlier build (`fresh` true).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Artifact {
+    pub package_id: String,
+    pub fresh: bool,
+    pub filenames: Vec<String>,
+}
+
+impl Artifact {
+    /// True for a package of the workspace or another local path (its
+    /// sources are the learner's), false for a registry or git dependency.
+    pub fn is_local(&self) -> bool {
+        self.package_id.starts_with("path+") || self.package_id.contains("(path+")
+    }
 }
 
 /// A compiler error and where it points.
@@ -26,6 +56,11 @@ pub struct CompileError {
     pub location: Option<String>,
     /// rustc's `help:` suggestions for this error, e.g. a similar name.
     pub help: Vec<String>,
+    /// rustc's own text for the error (JSON runs only), shown intact.
+    pub rendered: String,
+    /// The files the diagnostic points at, most telling first: its primary
+    /// spans, its other spans, then its child notes' spans (JSON runs only).
+    pub files: Vec<String>,
 }
 
 /// A failing test and its first deviation.
@@ -34,15 +69,6 @@ pub struct Failure {
     pub name: String,
     /// The panic message, e.g. an assertion with its left and right sides.
     pub message: String,
-}
-
-impl CompileError {
-    /// The file part of `location`.
-    pub fn file(&self) -> Option<&str> {
-        self.location
-            .as_deref()
-            .and_then(|location| location.split(':').next())
-    }
 }
 
 impl Report {
@@ -88,12 +114,143 @@ pub fn parse(output: &str) -> Report {
         ..Report::default()
     };
     let lines: Vec<&str> = output.lines().collect();
-    report.ran = lines.iter().any(|line| {
-        line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests"))
-    });
     if !report.compiled {
         report.errors = compile_errors(&lines);
     }
+    read_tests(&lines, &mut report);
+    report
+}
+
+/// Parses a `cargo … --message-format=json` run: cargo's JSON messages on
+/// `stdout` until `build-finished` (rustc's diagnostics, the artifacts),
+/// libtest's human output on `stdout` otherwise, cargo's status on `stderr`.
+pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
+    let mut report = Report::default();
+    let mut finished = None;
+    let mut rendered = String::new();
+    let mut seen = HashSet::new();
+    let mut tests = Vec::new();
+    for line in stdout.lines() {
+        let message = (finished.is_none() && line.starts_with('{'))
+            .then(|| serde_json::from_str::<CargoLine>(line).ok())
+            .flatten();
+        match message {
+            None => tests.push(line),
+            Some(CargoLine::BuildFinished { success }) => finished = Some(success),
+            Some(CargoLine::CompilerArtifact {
+                package_id,
+                fresh,
+                filenames,
+            }) => report.artifacts.push(Artifact {
+                package_id,
+                fresh,
+                filenames,
+            }),
+            Some(CargoLine::CompilerMessage { message }) => {
+                // Cargo repeats a diagnostic when a file is compiled for
+                // several targets (the library, its tests): once is enough.
+                let text = message.rendered.clone().unwrap_or_default();
+                if !text.is_empty() && !seen.insert(text.clone()) {
+                    continue;
+                }
+                rendered.push_str(&text);
+                if message.level == "error" && !message.message.starts_with("aborting due to") {
+                    report.errors.push(message.into_error());
+                }
+            }
+            Some(CargoLine::Other) => {}
+        }
+    }
+    report.compiled = finished == Some(true);
+    read_tests(&tests, &mut report);
+    report.text = format!("{stderr}{rendered}{}", tests.join("\n"));
+    report
+}
+
+/// The messages of cargo's JSON output that matter here.
+#[derive(Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+enum CargoLine {
+    CompilerMessage {
+        message: Diagnostic,
+    },
+    CompilerArtifact {
+        package_id: String,
+        fresh: bool,
+        #[serde(default)]
+        filenames: Vec<String>,
+    },
+    BuildFinished {
+        success: bool,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// A rustc diagnostic, as cargo passes it on.
+#[derive(Deserialize)]
+struct Diagnostic {
+    message: String,
+    level: String,
+    #[serde(default)]
+    spans: Vec<Span>,
+    #[serde(default)]
+    children: Vec<Diagnostic>,
+    rendered: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Span {
+    file_name: String,
+    line_start: usize,
+    column_start: usize,
+    is_primary: bool,
+}
+
+impl Diagnostic {
+    fn into_error(self) -> CompileError {
+        let primary = self.spans.iter().find(|span| span.is_primary);
+        let location = primary.map(|span| {
+            format!(
+                "{}:{}:{}",
+                span.file_name, span.line_start, span.column_start
+            )
+        });
+        let mut files = Vec::new();
+        let mut add = |file: &str| {
+            if !files.iter().any(|known| known == file) {
+                files.push(file.to_string());
+            }
+        };
+        let (primaries, others): (Vec<&Span>, Vec<&Span>) =
+            self.spans.iter().partition(|span| span.is_primary);
+        for span in primaries.into_iter().chain(others) {
+            add(&span.file_name);
+        }
+        let mut children: Vec<&Diagnostic> = self.children.iter().collect();
+        while let Some(child) = children.first().copied() {
+            children.remove(0);
+            for span in &child.spans {
+                add(&span.file_name);
+            }
+            children.extend(&child.children);
+        }
+        CompileError {
+            message: self.message,
+            location,
+            help: Vec::new(),
+            rendered: self.rendered.unwrap_or_default(),
+            files,
+        }
+    }
+}
+
+/// Reads libtest's human output: which tests passed, failed (with their
+/// first deviation) or were ignored, and whether a test binary ran.
+fn read_tests(lines: &[&str], report: &mut Report) {
+    report.ran = lines.iter().any(|line| {
+        line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests"))
+    });
     let mut failed_names = Vec::new();
     let mut seen_failed = HashSet::new();
     // Where each test's output section starts, found in one pass: a run
@@ -103,6 +260,8 @@ pub fn parse(output: &str) -> Report {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some(name) = rest.strip_suffix(" ... ok") {
                 report.passed.push(name.to_string());
+            } else if let Some((name, _)) = rest.split_once(" ... ignored") {
+                report.ignored.push(name.to_string());
             } else if let Some(name) = rest.strip_suffix(" ... FAILED")
                 && seen_failed.insert(name)
             {
@@ -125,7 +284,6 @@ pub fn parse(output: &str) -> Report {
             Failure { name, message }
         })
         .collect();
-    report
 }
 
 /// The compiler errors, each once (cargo repeats an error when it compiles
@@ -162,9 +320,16 @@ fn compile_errors(lines: &[&str]) -> Vec<CompileError> {
             })
             .collect();
         let error = CompileError {
+            files: location
+                .as_deref()
+                .and_then(|location| location.split(':').next())
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
             message,
             location,
             help,
+            rendered: String::new(),
         };
         if !errors.contains(&error) {
             errors.push(error);
@@ -253,6 +418,42 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
     }
 
     #[test]
+    fn cargo_json_gives_diagnostics_with_their_files_artifacts_and_tests() {
+        let error = serde_json::json!({"reason": "compiler-message", "message": {
+            "message": "`Rc<u8>` cannot be sent between threads safely", "level": "error",
+            "spans": [
+                {"file_name": "tests/t.rs", "line_start": 9, "column_start": 5, "is_primary": false},
+                {"file_name": "tests/t.rs", "line_start": 8, "column_start": 3, "is_primary": true}
+            ],
+            "children": [{"message": "required because it appears within the type `C`",
+                "level": "note", "spans": [{"file_name": "src/types.rs", "line_start": 2,
+                "column_start": 1, "is_primary": true}], "children": [], "rendered": null}],
+            "rendered": "error[E0277]: `Rc<u8>` cannot be sent\n"}});
+        let warning = serde_json::json!({"reason": "compiler-message", "message": {
+            "message": "unused", "level": "warning", "spans": [], "children": [],
+            "rendered": "warning: unused\n"}});
+        let artifact = r#"{"reason":"compiler-artifact","package_id":"path+file:///lab/course#0.1.0","fresh":false,"filenames":["/lab/target/libcourse.rlib"]}"#;
+        let stdout = format!(
+            "{error}\n{warning}\n{error}\n{artifact}\n{}\nrunning 2 tests\ntest a ... ok\ntest b ... ignored, slow\n{}\n",
+            r#"{"reason":"build-finished","success":true}"#,
+            // A test's own output after the build is libtest's, whatever it looks like.
+            r#"{"reason":"build-finished","success":false}"#,
+        );
+        let report = parse_cargo(&stdout, "   Compiling course\n");
+        assert!(report.compiled && report.ran);
+        assert_eq!(report.errors.len(), 1, "a repeated diagnostic counts once");
+        let error = &report.errors[0];
+        assert_eq!(error.location.as_deref(), Some("tests/t.rs:8:3"));
+        assert_eq!(error.files, ["tests/t.rs", "src/types.rs"]);
+        assert_eq!(error.rendered, "error[E0277]: `Rc<u8>` cannot be sent\n");
+        assert_eq!(report.passed, ["a"]);
+        assert_eq!(report.ignored, ["b"]);
+        assert!(report.artifacts[0].is_local() && !report.artifacts[0].fresh);
+        assert!(report.text.starts_with("   Compiling course\nerror[E0277]"));
+        assert!(report.text.contains("warning: unused\nrunning 2 tests"));
+    }
+
+    #[test]
     fn a_flood_of_repeated_failures_counts_each_test_once() {
         let mut output = "running 1 test\n".to_string();
         for _ in 0..200_000 {
@@ -309,7 +510,7 @@ error: could not compile `course` (test \"message_ir\") due to 2 previous errors
             error.location.as_deref(),
             Some("course/tests/message_ir.rs:12:13")
         );
-        assert_eq!(error.file(), Some("course/tests/message_ir.rs"));
+        assert_eq!(error.files, ["course/tests/message_ir.rs"]);
         assert_eq!(report.errors.len(), 4, "the repeated error is shown once");
         assert_eq!(
             report.errors[3].help,

@@ -27,8 +27,7 @@ fn check_follows_the_learner_from_red_to_green() {
     red.prints(&[
         "✗ 还不能编译",
         "unresolved import",
-        "位置 course/tests/focused.rs:1:",
-        "→ 要在 course/src/lib.rs 里解决",
+        "→ 要在 course/src/lib.rs 里解决（编译器指向 course/tests/focused.rs:1:",
         "1.1 adds 0/1",
     ]);
     assert!(
@@ -52,7 +51,7 @@ fn check_follows_the_learner_from_red_to_green() {
     fixture
         .xtask(&["check", "01", "lab"])
         .success()
-        .prints(&["全部 2 个聚焦测试通过：第 01 章完成。"]);
+        .prints(&["全部 2 个聚焦测试和 1 个步骤都通过：第 01 章完成。"]);
 
     let verbose = fixture.xtask(&["check", "01", "lab", "--verbose"]);
     assert!(
@@ -103,7 +102,7 @@ fn check_finds_the_lab_from_a_subfolder_and_refuses_what_is_not_a_lab() {
     let course = fixture.root().join("course");
     common::xtask_in(&course, &["check", "01", "lab"])
         .success()
-        .prints(&["全部 2 个聚焦测试通过"]);
+        .prints(&["第 01 章完成"]);
 
     common::xtask_in(&course, &["check", "01", "."])
         .fails_with(2, &["不是练习目录", "能看到的练习目录：", "/repo/lab。"]);
@@ -131,19 +130,30 @@ fn check_reports_a_missing_focused_test_with_the_command_that_restores_it() {
     assert!(!run.stdout.contains("能编译"), "{}", run.stdout);
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
     assert_eq!(json["focusedTestPresent"], false);
+    assert_eq!(json["changedTests"][0]["missing"], true);
+    assert!(
+        json["changedTests"][0]["restore"]
+            .as_str()
+            .unwrap()
+            .contains(" show "),
+        "{json}"
+    );
     assert_eq!(json["compiled"], false);
 }
 
 #[test]
-fn check_shows_each_compiler_error_once_with_rustc_help() {
+fn check_shows_each_compiler_error_once_as_rustc_rendered_it() {
     let fixture = tiny_course("", ANSWER, |_| {});
     let typo = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn double(x: i32) -> i32 {\n    ad(x, x)\n}\n";
     lab_with(&fixture, Some(typo));
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1);
+    // rustc's rendered text, intact: its help and the suggested line together.
     run.prints(&[
-        "cannot find function `ad`",
-        "编译器建议：a function with a similar name exists: `add(x, x)`",
+        "error[E0425]: cannot find function `ad` in this scope",
+        " --> course/src/lib.rs:6:5",
+        "help: a function with a similar name exists",
+        "→ 要在 course/src/lib.rs 里解决",
     ]);
     assert_eq!(
         run.stdout.matches("cannot find function `ad`").count(),
@@ -245,8 +255,13 @@ fn check_builds_the_lab_in_its_own_target_folder_whatever_cargo_target_dir_says(
         run.stdout
     );
     run.prints(&["✗ 还不能编译"]);
+    // check makes `target/` itself before it runs anything; cargo's own
+    // output in it shows where the build went.
     assert!(
-        fixture.root().join("lab/target").is_dir(),
+        fixture
+            .root()
+            .join("lab/target/debug/.fingerprint")
+            .is_dir(),
         "built in the lab's own target/"
     );
 }

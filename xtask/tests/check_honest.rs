@@ -1,0 +1,258 @@
+//! `check` is never green on wrong work: whatever the lab holds now is what
+//! is built, the lab's tests are the target's, zero tests run is red, and the
+//! exit status is the verdict even when nobody reads the report.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{ANSWER, Fixture, tiny_course};
+
+/// Compiles, but `double` is wrong: red work.
+fn wrong() -> String {
+    ANSWER.replace("x * 2", "x + 2")
+}
+
+fn lab(fixture: &Fixture, lib: &str) -> PathBuf {
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    let lab = fixture.root().join("lab");
+    fs::write(lab.join("course/src/lib.rs"), lib).unwrap();
+    lab
+}
+
+fn set_time(path: &Path, time: SystemTime) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
+/// `cp -p`: `content` with a time long before any build of this test.
+fn restore_old_copy(path: &Path, content: &str, time: SystemTime) {
+    fs::write(path, content).unwrap();
+    set_time(path, time);
+}
+
+fn long_ago() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_600_000_000)
+}
+
+/// The learner's own `cargo test` in the lab, building into the lab's
+/// `target/` as cargo does by default (whatever the test run's environment).
+fn cargo_test_in(lab: &Path) {
+    let run = Command::new(env!("CARGO"))
+        .args(["test", "-p", "course", "--test", "focused"])
+        .current_dir(lab)
+        .env("CARGO_TARGET_DIR", lab.join("target"))
+        .env("CARGO_TERM_COLOR", "never")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "the learner's own run passes:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
+fn an_older_copy_restored_after_the_learner_ran_cargo_test_is_rebuilt() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, &wrong());
+    let lib = lab.join("course/src/lib.rs");
+    // check sees the wrong work, and says so.
+    assert_eq!(fixture.xtask(&["check", "01", "lab"]).code, 1);
+    // The learner fixes it and runs the tests directly: the green binary is
+    // now in the lab's target/, built by something check never saw.
+    fs::write(&lib, ANSWER).unwrap();
+    cargo_test_in(&lab);
+    // Then a backup of the wrong version comes back with its old time: the
+    // content check saw last, older than the green build.
+    restore_old_copy(&lib, &wrong(), long_ago());
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "wrong work is red:\n{}", run.stdout);
+    run.prints(&["第一个失败的测试：doubles", "left: 6"]);
+}
+
+#[test]
+fn a_lab_check_has_never_seen_is_built_from_what_it_holds() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    cargo_test_in(&lab);
+    // Dated at the epoch itself: older than any time cargo could compare with.
+    restore_old_copy(&lab.join("course/src/lib.rs"), &wrong(), UNIX_EPOCH);
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "wrong work is red:\n{}", run.stdout);
+    run.prints(&["第一个失败的测试：doubles"]);
+}
+
+#[test]
+fn cargo_fingerprints_kept_elsewhere_are_caught_by_cargos_own_fresh_flag() {
+    // A learner's cargo config may keep build state out of target/
+    // (`build.build-dir`), where check's aging does not reach: cargo's JSON
+    // then reports the local package "fresh", and check rebuilds it.
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let build_dir = fixture.dir.path().join("build-dir");
+    fs::create_dir_all(lab.join(".cargo")).unwrap();
+    fs::write(
+        lab.join(".cargo/config.toml"),
+        format!(
+            "[build]\nbuild-dir = {:?}\n",
+            build_dir.display().to_string()
+        ),
+    )
+    .unwrap();
+    cargo_test_in(&lab);
+    assert!(build_dir.is_dir(), "precondition: cargo honours build-dir");
+    restore_old_copy(&lab.join("course/src/lib.rs"), &wrong(), long_ago());
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "wrong work is red:\n{}", run.stdout);
+    run.prints(&["第一个失败的测试：doubles"]);
+}
+
+#[test]
+fn a_changed_focused_test_is_reported_with_the_command_that_restores_it() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, &wrong());
+    let test = lab.join("course/tests/focused.rs");
+    // The learner "fixes" the test instead of the code: it passes now.
+    let weakened = fs::read_to_string(&test)
+        .unwrap()
+        .replace("assert_eq!(double(4), 8)", "assert_eq!(double(4), 6)");
+    fs::write(&test, weakened).unwrap();
+    // A test file of the learner's own is fine.
+    fs::write(lab.join("course/tests/mine.rs"), "#[test]\nfn mine() {}\n").unwrap();
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "a changed test is no verdict:\n{}", run.stdout);
+    let target = fixture.rev("HEAD").to_string();
+    run.prints(&[
+        "✗ course/tests/focused.rs 和本章终点的版本不一样",
+        &format!("show {}:course/tests/focused.rs > ", &target[..7]),
+    ]);
+    assert!(!run.stdout.contains("mine.rs"), "{}", run.stdout);
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    assert_eq!(json["complete"], false);
+    assert_eq!(json["changedTests"][0]["path"], "course/tests/focused.rs");
+    assert_eq!(json["changedTests"][0]["missing"], false);
+
+    // The printed command restores it; with the answer, the chapter is done.
+    let restore = json["changedTests"][0]["restore"].as_str().unwrap();
+    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
+    assert!(restored.success(), "{restore}");
+    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["第 01 章完成"]);
+}
+
+#[test]
+fn a_run_in_which_no_test_ran_is_red_whatever_expected_tests_says() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        let object = manifest.as_object_mut().unwrap();
+        object.remove("expectedTests");
+        object.remove("steps");
+        object["run"] = serde_json::json!([
+            "cargo",
+            "test",
+            "-p",
+            "course",
+            "--test",
+            "focused",
+            "--",
+            "no_such_test"
+        ]);
+    });
+    lab(&fixture, ANSWER);
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(
+        run.code, 1,
+        "nothing ran, nothing is proven:\n{}",
+        run.stdout
+    );
+    run.prints(&["✗ 没有一个聚焦测试真正运行"]);
+    assert_eq!(
+        fixture.xtask(&["check", "01", "lab", "--json"]).json()["ran"],
+        0
+    );
+}
+
+#[test]
+fn the_exit_status_is_the_verdict_even_when_stdout_is_closed() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab(&fixture, &wrong());
+    let status = |fixture: &Fixture| {
+        // `check … | true`: the reader is gone before check writes a word.
+        let mut child =
+            common::spawn_xtask(fixture.root(), &["check", "01", "lab"], Stdio::piped());
+        drop(child.stdout.take());
+        common::wait_at_most(&mut child, Duration::from_secs(300))
+            .expect("check ends")
+            .code()
+    };
+    assert_eq!(status(&fixture), Some(1), "red work exits 1");
+    fs::write(fixture.root().join("lab/course/src/lib.rs"), ANSWER).unwrap();
+    assert_eq!(status(&fixture), Some(0), "green work exits 0");
+}
+
+#[test]
+fn a_fifo_or_symlink_among_cargos_fingerprints_is_refused_never_waited_on() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    fixture.xtask(&["check", "01", "lab"]).success();
+    let dep_info = fs::read_dir(lab.join("target/debug/.fingerprint"))
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.unwrap().path().join("dep-lib-course");
+            path.is_file().then_some(path)
+        })
+        .next()
+        .expect("cargo keeps the library's dep-info in .fingerprint");
+
+    fs::remove_file(&dep_info).unwrap();
+    let made = Command::new("mkfifo").arg(&dep_info).status().unwrap();
+    assert!(made.success());
+    let mut child = common::spawn_xtask(fixture.root(), &["check", "01", "lab"], Stdio::null());
+    let status = common::wait_at_most(&mut child, Duration::from_secs(60))
+        .expect("check does not wait on a FIFO");
+    assert_eq!(status.code(), Some(2));
+    assert!(
+        common::stderr_of(&mut child).contains("不是普通文件"),
+        "the refusal says why"
+    );
+
+    fs::remove_file(&dep_info).unwrap();
+    let outside = fixture.dir.path().join("outside");
+    fs::write(&outside, "not cargo's").unwrap();
+    set_time(&outside, long_ago());
+    std::os::unix::fs::symlink(&outside, &dep_info).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .fails_with(2, &["符号链接"]);
+    assert_eq!(
+        fs::metadata(&outside).unwrap().modified().unwrap(),
+        long_ago(),
+        "nothing outside the lab was touched through the link"
+    );
+}
+
+#[test]
+fn a_run_cargo_cannot_start_shows_cargos_own_words() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let manifest = lab.join("course/Cargo.toml");
+    let broken = fs::read_to_string(&manifest).unwrap() + "garbage = [\n";
+    fs::write(&manifest, broken).unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&["运行失败了，但没有哪个测试失败", "course/Cargo.toml"]);
+}
