@@ -107,7 +107,7 @@ impl cli::Recut {
         // index lock and may be half way through a swap it must undo.
         let _section = signals::defer();
         let appended = self.cut(repo).map_err(report::ended)?;
-        let mut output = report::Output::default();
+        let mut output = report::Output;
         report::print_commits(&mut output, &repo.git, &appended)?;
         report::exit_if_interrupted("verify did not run");
         if self.no_verify {
