@@ -19,8 +19,8 @@
 //! are camelCase, in the chapter's order; absent optionals are omitted;
 //! unknown fields are ignored; a wrong or missing tag is an error.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::UNIX_EPOCH;
 
@@ -59,7 +59,7 @@ pub enum AssistantContent {
     ToolCall(ToolCall),
 }
 
-/// Tokens spent by one model call.
+/// Tokens spent by one model call. `Usage::default()` is "none spent".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -67,13 +67,6 @@ pub struct Usage {
     pub output: u64,
     pub total_tokens: u64,
 }
-
-/// No tokens spent; the same as `Usage::default()`.
-pub const EMPTY_USAGE: Usage = Usage {
-    input: 0,
-    output: 0,
-    total_tokens: 0,
-};
 
 /// Why a model call stopped, and so what the agent does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,16 +145,17 @@ pub struct AssistantMessage {
 /// What the environment returned for one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolResultMessage<D = Value> {
+pub struct ToolResultMessage {
     /// The [`ToolCall::id`] this result answers.
     pub tool_call_id: String,
     /// Where the result came from, for people; the id is what pairs it.
     pub tool_name: String,
     #[serde(with = "tag::text_blocks")]
     pub content: Vec<TextContent>,
-    /// Structured data for the program, not for the model.
+    /// Structured data for the program, not for the model (the chapter's
+    /// `unknown`: any JSON value).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<D>,
+    pub details: Option<Value>,
     pub is_error: bool,
     pub timestamp: u64,
 }
@@ -210,8 +204,17 @@ pub struct AgentContext {
 /// What happens while a model generates one assistant message.
 ///
 /// `content_index` is the position in `partial.content` that the event is
-/// about; `partial` is the message so far. `done` and `error` end the
+/// about. `partial` is the message so far, and each event owns its own copy:
+/// a later event never changes an earlier one's snapshot, at the cost of one
+/// copy of the message so far per event. `done` and `error` end the
 /// generation and carry the final message.
+///
+/// A terminal event's `reason` must be its message's `stop_reason`. Reading
+/// an event where they differ is an error. Rust cannot hide the fields of an
+/// enum variant, and the chapter's events are plain data that code and tests
+/// write out in full, so `Done { reason, message }` can still be built with
+/// two different reasons; [`ModelEvent::finish`] builds the terminal event
+/// from the message alone, so the reason is never written twice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -220,76 +223,42 @@ pub struct AgentContext {
 )]
 pub enum ModelEvent {
     Start {
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     TextDelta {
         content_index: usize,
         delta: String,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     #[serde(rename = "toolcall_delta")]
     ToolCallDelta {
         content_index: usize,
         delta: String,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     #[serde(rename = "toolcall_end")]
     ToolCallEnd {
         content_index: usize,
         #[serde(with = "tag::tool_call")]
         tool_call: ToolCall,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
+    #[serde(deserialize_with = "tag::done")]
     Done {
         reason: DoneReason,
         #[serde(with = "tag::assistant")]
         message: AssistantMessage,
     },
+    #[serde(deserialize_with = "tag::error")]
     Error {
         reason: ErrorReason,
         #[serde(with = "tag::assistant")]
         error: AssistantMessage,
     },
-}
-
-/// A snapshot of the assistant message being generated: the `partial` of a
-/// progress event.
-///
-/// Copying the whole message into every event would make N deltas cost
-/// O(N²). Instead a [`MessageDraft`] writes each step once into a log that it
-/// shares with its snapshots, and a snapshot only remembers how many steps it
-/// saw. Taking one copies nothing; [`to_message`](Self::to_message) replays
-/// its steps. A snapshot never changes once taken, and serializes as the
-/// assistant message it shows.
-#[derive(Clone)]
-pub struct PartialMessage {
-    log: Arc<Log>,
-    seen: usize,
-}
-
-/// Builds one assistant message from a provider's deltas, on the producer's
-/// side, and returns the event for each step. The block being written is
-/// always the last one: a delta continues it or starts a new one.
-pub struct MessageDraft {
-    /// The message so far.
-    message: AssistantMessage,
-    log: Arc<Log>,
-}
-
-/// How a message began, and every step since, in order. It only grows.
-struct Log {
-    start: AssistantMessage,
-    steps: Mutex<Vec<Step>>,
-}
-
-enum Step {
-    /// A new last block.
-    Push(AssistantContent),
-    /// More text for the last block: its text, or a tool call's raw arguments.
-    Extend(String),
-    /// The last block, finished.
-    Replace(AssistantContent),
-    Usage(Usage),
 }
 
 /// A model call in progress: its events as they happen, then its final
@@ -341,7 +310,7 @@ pub fn assistant_message(
         content,
         provider: "scripted".to_string(),
         model: "scripted-v1".to_string(),
-        usage: EMPTY_USAGE,
+        usage: Usage::default(),
         stop_reason,
         timestamp: now_ms(),
         error_message: None,
@@ -358,21 +327,26 @@ fn now_ms() -> u64 {
 /// [`system_message_text`]. A lossy projection: tool calls are left out, and
 /// the message itself is not changed.
 pub fn text_of(message: &AgentMessage) -> String {
-    let texts: Vec<&str> = match message {
-        AgentMessage::System(system) => return system_message_text(system),
-        AgentMessage::User(UserMessage { content, .. })
-        | AgentMessage::ToolResult(ToolResultMessage { content, .. }) => {
-            content.iter().map(|block| block.text.as_str()).collect()
+    match message {
+        AgentMessage::System(system) => system_message_text(system),
+        AgentMessage::User(user) => join_texts(&user.content),
+        AgentMessage::ToolResult(result) => join_texts(&result.content),
+        AgentMessage::Assistant(assistant) => {
+            let texts: Vec<&str> = assistant
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    AssistantContent::Text(block) => Some(block.text.as_str()),
+                    AssistantContent::ToolCall(_) => None,
+                })
+                .collect();
+            texts.join("\n")
         }
-        AgentMessage::Assistant(assistant) => assistant
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                AssistantContent::Text(block) => Some(block.text.as_str()),
-                AssistantContent::ToolCall(_) => None,
-            })
-            .collect(),
-    };
+    }
+}
+
+fn join_texts(blocks: &[TextContent]) -> String {
+    let texts: Vec<&str> = blocks.iter().map(|block| block.text.as_str()).collect();
     texts.join("\n")
 }
 
@@ -389,32 +363,42 @@ pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage
         let AgentMessage::System(system) = message else {
             continue;
         };
-        timestamp.get_or_insert(system.timestamp);
+        if timestamp.is_none() {
+            timestamp = Some(system.timestamp);
+        }
         if !system.content.is_empty() {
             contents.push(&system.content);
         }
-        for (name, value) in system.sections.iter().flat_map(Sections::iter) {
-            match value {
-                Some(_) => sections.insert(name, value),
-                None => sections.remove(name),
+        if let Some(patch) = &system.sections {
+            for (name, value) in patch.iter() {
+                match value {
+                    Some(_) => sections.insert(name, value),
+                    None => sections.remove(name),
+                }
             }
         }
     }
+    let timestamp = timestamp?;
+    let sections = if sections.is_empty() {
+        None
+    } else {
+        Some(sections)
+    };
     Some(SystemMessage {
         content: contents.join("\n\n"),
-        sections: (!sections.is_empty()).then_some(sections),
-        timestamp: timestamp?,
+        sections,
+        timestamp,
     })
 }
 
 /// The text a model reads for a system message: its content, then each
 /// section's text in order, empty ones skipped, joined by `\n\n`.
 pub fn system_message_text(message: &SystemMessage) -> String {
-    let sections = message.sections.iter().flat_map(Sections::iter);
-    let parts: Vec<&str> = std::iter::once(message.content.as_str())
-        .chain(sections.filter_map(|(_, value)| value))
-        .filter(|part| !part.is_empty())
-        .collect();
+    let mut parts = vec![message.content.as_str()];
+    if let Some(sections) = &message.sections {
+        parts.extend(sections.iter().filter_map(|(_, value)| value));
+    }
+    parts.retain(|part| !part.is_empty());
     parts.join("\n\n")
 }
 
@@ -422,6 +406,36 @@ pub fn system_message_text(message: &SystemMessage) -> String {
 /// [`system_message_text`]; `None` when there is no system message.
 pub fn current_system_prompt(messages: &[AgentMessage]) -> Option<String> {
     current_system_message(messages).map(|message| system_message_text(&message))
+}
+
+impl ModelEvent {
+    /// The terminal event for a finished `message`: `done` when it stopped
+    /// normally, `error` when it failed or was aborted. The reason is taken
+    /// from `message.stop_reason`, so the two always agree.
+    pub fn finish(message: AssistantMessage) -> ModelEvent {
+        match message.stop_reason {
+            StopReason::Stop => ModelEvent::Done {
+                reason: DoneReason::Stop,
+                message,
+            },
+            StopReason::Length => ModelEvent::Done {
+                reason: DoneReason::Length,
+                message,
+            },
+            StopReason::ToolUse => ModelEvent::Done {
+                reason: DoneReason::ToolUse,
+                message,
+            },
+            StopReason::Error => ModelEvent::Error {
+                reason: ErrorReason::Error,
+                error: message,
+            },
+            StopReason::Aborted => ModelEvent::Error {
+                reason: ErrorReason::Aborted,
+                error: message,
+            },
+        }
+    }
 }
 
 impl From<TextContent> for AssistantContent {
@@ -477,13 +491,17 @@ impl<const N: usize> From<[(&str, Option<&str>); N]> for Sections {
 impl TryFrom<Map<String, Value>> for Sections {
     type Error = String;
 
+    /// Reads a JSON object in document order; each value is a string or `null`.
     fn try_from(object: Map<String, Value>) -> Result<Self, String> {
-        let sections = object.into_iter().map(|(name, value)| match value {
-            Value::String(text) => Ok((name, Some(text))),
-            Value::Null => Ok((name, None)),
-            other => Err(format!("section `{name}` is {other}, not a string or null")),
-        });
-        sections.collect::<Result<_, _>>().map(Sections)
+        let mut sections = Sections::default();
+        for (name, value) in object {
+            match value {
+                Value::String(text) => sections.0.push((name, Some(text))),
+                Value::Null => sections.0.push((name, None)),
+                other => return Err(format!("section `{name}` is {other}, not a string or null")),
+            }
+        }
+        Ok(sections)
     }
 }
 
@@ -493,203 +511,18 @@ impl Serialize for Sections {
     }
 }
 
-impl PartialMessage {
-    /// The message this snapshot shows.
-    pub fn to_message(&self) -> AssistantMessage {
-        let steps = self.log.steps();
-        let mut message = self.log.start.clone();
-        for step in &steps[..self.seen] {
-            step.apply(&mut message);
-        }
-        message
-    }
-}
-
-impl From<AssistantMessage> for PartialMessage {
-    fn from(message: AssistantMessage) -> Self {
-        MessageDraft::new(message).snapshot()
-    }
-}
-
-impl PartialEq for PartialMessage {
-    fn eq(&self, other: &Self) -> bool {
-        self.to_message() == other.to_message()
-    }
-}
-
-impl std::fmt::Debug for PartialMessage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.to_message().fmt(f)
-    }
-}
-
-impl Serialize for PartialMessage {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        tag::assistant::serialize(&self.to_message(), serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for PartialMessage {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tag::assistant::deserialize(deserializer).map(PartialMessage::from)
-    }
-}
-
-impl MessageDraft {
-    /// Starts from `start`: its fields (provider, model, usage, timestamp, …)
-    /// head the message, and any content it has comes first.
-    pub fn new(start: AssistantMessage) -> Self {
-        let log = Log {
-            start: start.clone(),
-            steps: Mutex::new(Vec::new()),
-        };
-        MessageDraft {
-            message: start,
-            log: Arc::new(log),
-        }
-    }
-
-    /// The `start` event.
-    pub fn start(&self) -> ModelEvent {
-        ModelEvent::Start {
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Adds `delta` to the last block if it is text, or starts a text block:
-    /// the `text_delta` event.
-    pub fn text_delta(&mut self, delta: &str) -> ModelEvent {
-        let step = match self.message.content.last() {
-            Some(AssistantContent::Text(_)) => Step::Extend(delta.to_string()),
-            _ => Step::Push(text(delta).into()),
-        };
-        self.record(step);
-        ModelEvent::TextDelta {
-            content_index: self.last_index(),
-            delta: delta.to_string(),
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Adds `delta` to the raw arguments of tool call `id` if it is the last
-    /// block, or starts that call (`name`, `arguments` `{}`, the delta as
-    /// `raw_arguments`): the `toolcall_delta` event.
-    pub fn tool_call_delta(&mut self, id: &str, name: &str, delta: &str) -> ModelEvent {
-        let step = match self.message.content.last() {
-            Some(AssistantContent::ToolCall(call)) if call.id == id => {
-                Step::Extend(delta.to_string())
-            }
-            _ => Step::Push(AssistantContent::ToolCall(ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                arguments: Value::Object(Map::new()),
-                raw_arguments: Some(delta.to_string()),
-            })),
-        };
-        self.record(step);
-        ModelEvent::ToolCallDelta {
-            content_index: self.last_index(),
-            delta: delta.to_string(),
-            partial: self.snapshot(),
-        }
-    }
-
-    /// The tool call is complete, with parsed arguments: it takes the place
-    /// of the call with the same id being written (or comes last, if it
-    /// arrived whole). The `toolcall_end` event.
-    pub fn tool_call_end(&mut self, call: ToolCall) -> ModelEvent {
-        let block = AssistantContent::ToolCall(call.clone());
-        let step = match self.message.content.last() {
-            Some(AssistantContent::ToolCall(last)) if last.id == call.id => Step::Replace(block),
-            _ => Step::Push(block),
-        };
-        self.record(step);
-        ModelEvent::ToolCallEnd {
-            content_index: self.last_index(),
-            tool_call: call,
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Records the tokens spent so far; later snapshots show them.
-    pub fn set_usage(&mut self, usage: Usage) {
-        self.record(Step::Usage(usage));
-    }
-
-    /// The generation ended normally: the `done` event with the final message.
-    pub fn finish(self, reason: DoneReason) -> ModelEvent {
-        let message = AssistantMessage {
-            stop_reason: reason.into(),
-            ..self.message
-        };
-        ModelEvent::Done { reason, message }
-    }
-
-    /// The generation failed: the `error` event, keeping the content so far.
-    pub fn fail(self, reason: ErrorReason, error_message: impl Into<String>) -> ModelEvent {
-        let error = AssistantMessage {
-            stop_reason: reason.into(),
-            error_message: Some(error_message.into()),
-            ..self.message
-        };
-        ModelEvent::Error { reason, error }
-    }
-
-    fn record(&mut self, step: Step) {
-        step.apply(&mut self.message);
-        self.log.steps().push(step);
-    }
-
-    fn snapshot(&self) -> PartialMessage {
-        PartialMessage {
-            log: Arc::clone(&self.log),
-            seen: self.log.steps().len(),
-        }
-    }
-
-    fn last_index(&self) -> usize {
-        self.message.content.len() - 1
-    }
-}
-
-impl Log {
-    fn steps(&self) -> MutexGuard<'_, Vec<Step>> {
-        // A step never panics half-way, so even a poisoned log is whole.
-        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Step {
-    /// Applies this step to `message`: the one place where a step means something.
-    fn apply(&self, message: &mut AssistantMessage) {
-        match self {
-            Step::Push(block) => message.content.push(block.clone()),
-            Step::Extend(delta) => match message.content.last_mut() {
-                Some(AssistantContent::Text(block)) => block.text.push_str(delta),
-                Some(AssistantContent::ToolCall(call)) => {
-                    call.raw_arguments.get_or_insert_default().push_str(delta);
-                }
-                None => unreachable!("a draft extends only a block it has"),
-            },
-            Step::Replace(block) => {
-                message.content.pop();
-                message.content.push(block.clone());
-            }
-            Step::Usage(usage) => message.usage = *usage,
-        }
-    }
-}
-
 /// Tags for a block or message outside the enum that usually writes its tag:
 /// text blocks of user and tool-result content, the `toolCall` of
-/// `toolcall_end`, the message of `done` and `error`, and `partial`.
+/// `toolcall_end`, and the assistant message of `partial`, `done` and `error`.
 ///
 /// Each is a one-variant tagged enum, so serde writes the tag first and
 /// checks it when reading (a tag on a plain struct would not be checked).
+/// `done` and `error` are also read here, to check that their `reason` is
+/// their message's `stopReason`.
 mod tag {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use super::{AssistantMessage, TextContent, ToolCall};
+    use super::{AssistantMessage, DoneReason, ErrorReason, StopReason, TextContent, ToolCall};
 
     #[derive(Serialize, Deserialize)]
     #[serde(tag = "type", rename_all = "camelCase")]
@@ -718,7 +551,11 @@ mod tag {
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<TextContent>, D::Error> {
             let blocks = Vec::<Text<TextContent>>::deserialize(d)?;
-            Ok(blocks.into_iter().map(|Text::Text(block)| block).collect())
+            let mut texts = Vec::new();
+            for Text::Text(block) in blocks {
+                texts.push(block);
+            }
+            Ok(texts)
         }
     }
 
@@ -730,7 +567,8 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolCall, D::Error> {
-            Call::deserialize(d).map(|Call::ToolCall(call)| call)
+            let Call::ToolCall(call) = Call::deserialize(d)?;
+            Ok(call)
         }
     }
 
@@ -745,7 +583,53 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AssistantMessage, D::Error> {
-            Role::deserialize(d).map(|Role::Assistant(message)| message)
+            let Role::Assistant(message) = Role::deserialize(d)?;
+            Ok(message)
         }
+    }
+
+    /// The fields of a `done` event, checked to agree.
+    pub fn done<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(DoneReason, AssistantMessage), D::Error> {
+        #[derive(Deserialize)]
+        struct Done {
+            reason: DoneReason,
+            #[serde(with = "assistant")]
+            message: AssistantMessage,
+        }
+        let Done { reason, message } = Done::deserialize(d)?;
+        agree(reason.into(), &message)?;
+        Ok((reason, message))
+    }
+
+    /// The fields of an `error` event, checked to agree.
+    pub fn error<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(ErrorReason, AssistantMessage), D::Error> {
+        #[derive(Deserialize)]
+        struct Error {
+            reason: ErrorReason,
+            #[serde(with = "assistant")]
+            error: AssistantMessage,
+        }
+        let Error { reason, error } = Error::deserialize(d)?;
+        agree(reason.into(), &error)?;
+        Ok((reason, error))
+    }
+
+    fn agree<E: serde::de::Error>(reason: StopReason, message: &AssistantMessage) -> Result<(), E> {
+        if reason == message.stop_reason {
+            return Ok(());
+        }
+        Err(E::custom(format!(
+            "the event's reason {} differs from its message's stopReason {}",
+            wire_name(reason),
+            wire_name(message.stop_reason),
+        )))
+    }
+
+    fn wire_name(reason: StopReason) -> String {
+        serde_json::to_string(&reason).unwrap_or_default()
     }
 }
