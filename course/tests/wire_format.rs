@@ -171,7 +171,7 @@ fn the_readme_turn_streams_as_the_chapter_describes() {
         arguments: parse(r#"{"path":"README.md"}"#).unwrap(),
         raw_arguments: None,
     };
-    let events = vec![
+    let events = [
         ModelEvent::Start {
             partial: so_far(vec![], StopReason::Stop),
         },
