@@ -45,13 +45,18 @@ const README_EVENTS: [&str; 5] = [
     r#"{"type":"done","reason":"toolUse","message":{"role":"assistant","content":[{"type":"text","text":"我先读取项目说明。"},{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"README.md"}}],"provider":"scripted","model":"scripted-v1","usage":{"input":18,"output":12,"totalTokens":30},"stopReason":"toolUse","timestamp":1010}}"#,
 ];
 
+/// A turn that fails after some text: the last event is `error`.
+const FAILED_EVENTS: [&str; 3] = [
+    r#"{"type":"start","partial":{"role":"assistant","content":[],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":2000}}"#,
+    r#"{"type":"text_delta","contentIndex":0,"delta":"部分回答","partial":{"role":"assistant","content":[{"type":"text","text":"部分回答"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"stop","timestamp":2000}}"#,
+    r#"{"type":"error","reason":"error","error":{"role":"assistant","content":[{"type":"text","text":"部分回答"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"error","timestamp":2000,"errorMessage":"socket reset"}}"#,
+];
+
 #[test]
 fn model_events_are_written_back_byte_for_byte() {
-    for json in README_EVENTS {
+    for json in README_EVENTS.iter().chain(&FAILED_EVENTS) {
         assert_same_text::<ModelEvent>(json);
     }
-    let failed = r#"{"type":"error","reason":"aborted","error":{"role":"assistant","content":[{"type":"text","text":"部分"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"aborted","timestamp":1010,"errorMessage":"user cancelled"}}"#;
-    assert_same_text::<ModelEvent>(failed);
 }
 
 #[test]
