@@ -251,3 +251,17 @@ fn a_model_stream_whose_producer_vanished_reports_it() {
     assert_eq!(kinds, [r#""start""#], "queued events are still delivered");
     assert_eq!(result, Err(StreamError::ProducerDropped));
 }
+
+#[test]
+fn end_finishes_the_stream_with_its_message_and_refuses_a_later_done() {
+    within(|| {
+        let stream = AssistantMessageEventStream::new();
+        stream.push(start()).unwrap();
+        let ended = message(vec![text("ended early").into()], StopReason::Stop);
+        stream.end(ended.clone()).unwrap();
+        assert!(stream.push(done(vec![])).is_err(), "no event after end()");
+        assert!(stream.end(ended.clone()).is_err(), "no second end()");
+        assert_eq!(stream.iter().count(), 1);
+        assert_eq!(stream.blocking_result(), Ok(ended));
+    });
+}
