@@ -316,8 +316,11 @@ fn now_ms() -> u64 {
 pub fn text_of(message: &AgentMessage) -> String {
     match message {
         AgentMessage::System(system) => system_message_text(system),
-        AgentMessage::User(user) => join_texts(&user.content),
-        AgentMessage::ToolResult(result) => join_texts(&result.content),
+        AgentMessage::User(UserMessage { content, .. })
+        | AgentMessage::ToolResult(ToolResultMessage { content, .. }) => {
+            let texts: Vec<&str> = content.iter().map(|block| block.text.as_str()).collect();
+            texts.join("\n")
+        }
         AgentMessage::Assistant(assistant) => {
             let texts: Vec<&str> = assistant
                 .content
@@ -330,11 +333,6 @@ pub fn text_of(message: &AgentMessage) -> String {
             texts.join("\n")
         }
     }
-}
-
-fn join_texts(blocks: &[TextContent]) -> String {
-    let texts: Vec<&str> = blocks.iter().map(|block| block.text.as_str()).collect();
-    texts.join("\n")
 }
 
 /// Replays the system messages of a transcript, in order, into the one the
