@@ -17,7 +17,7 @@
 //! * **Two timelines.** `stream` itself only does the synchronous part:
 //!   create the stream, record the request, take the turn, hand the stream
 //!   back. Producing events happens on a second timeline: a thread holding a
-//!   [`Producer`] (chapter 02). It checks the signal and the turn, projects
+//!   [`Producer`](crate::event_stream::Producer) (chapter 02). It checks the signal and the turn, projects
 //!   the turn's message into events, and ends with `done` or `error`.
 //!
 //! The chapter's TypeScript gets its second timeline from `queueMicrotask`.
@@ -36,7 +36,6 @@ use std::thread;
 use serde_json::json;
 
 use crate::assistant_stream::AssistantMessageEventStream;
-use crate::event_stream::Producer;
 use crate::types::{
     AgentContext, AssistantContent, AssistantMessage, DoneReason, ErrorReason, Model, ModelEvent,
     StopReason, StreamOptions, ToolCall, Usage, assistant_message, text,
@@ -104,27 +103,19 @@ impl Model for ScriptedModel {
         self.requests.borrow_mut().push(context.clone());
         let turn = self.next_turn();
         let producer = stream.producer();
-        thread::spawn(move || play(producer, turn, options));
+        thread::spawn(move || {
+            for event in events(turn, &options) {
+                // Refused only if the caller already ended the stream.
+                let _ = producer.push(event);
+            }
+        });
         stream
     }
 }
 
-/// The producer's timeline: the events of one call, pushed in order.
-fn play(
-    producer: Producer<ModelEvent, AssistantMessage>,
-    turn: Option<ScriptedTurn>,
-    options: StreamOptions,
-) {
-    for event in events(turn, &options) {
-        if producer.push(event).is_err() {
-            // Someone ended the stream early: it refuses the rest.
-            return;
-        }
-    }
-}
-
-/// What one call plays. A set signal and an exhausted script are checked
-/// first and give one `error` event, without `start`; a turn is projected.
+/// The producer's timeline: what one call plays, in order. A set signal and
+/// an exhausted script are checked first and give one `error` event, without
+/// `start`; a turn is projected into its events.
 fn events(turn: Option<ScriptedTurn>, options: &StreamOptions) -> Vec<ModelEvent> {
     let signal = options.signal.as_ref();
     if signal.is_some_and(|signal| signal.load(Ordering::SeqCst)) {
