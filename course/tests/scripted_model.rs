@@ -58,7 +58,7 @@ where
     let kinds: Vec<&str> = events.iter().map(kind).collect();
     let result = result.unwrap_or_else(|error| {
         panic!(
-            "the stream ended after {kinds:?} without a result ({error}): did the producer panic?"
+            "the stream ended after {kinds:?} without a result ({error}): every call must end with `done` or `error`"
         )
     });
     (events, result)
@@ -171,7 +171,7 @@ fn scripted_messages_play_the_event_protocol_and_requests_are_snapshots() {
     assert_eq!(result, first_turn, "result() is the scripted message");
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 1);
+    assert_eq!(requests.len(), 1, "each call records its request");
     assert_eq!(
         requests[0].messages.len(),
         1,
