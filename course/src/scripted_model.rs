@@ -16,9 +16,10 @@
 //!   `stream` only borrows the context, and a borrow cannot be kept.)
 //! * **Two timelines.** `stream` itself only does the synchronous part:
 //!   create the stream, record the request, take the turn, hand the stream
-//!   back. Producing events happens on a second timeline: a thread holding a
-//!   [`Producer`](crate::event_stream::Producer) (chapter 02). It checks the signal and the turn, projects
-//!   the turn's message into events, and ends with `done` or `error`.
+//!   back. Producing events happens on a second timeline: a thread holding
+//!   a [`Producer`](crate::event_stream::Producer) (chapter 02). It checks
+//!   the signal and the turn, projects the turn's message into events, and
+//!   ends with `done` or `error`.
 //!
 //! The chapter's TypeScript gets its second timeline from `queueMicrotask`.
 //! Rust has no microtask queue; a thread is the honest equivalent. Unlike the
