@@ -1,11 +1,9 @@
 //! Chapter 03: chapter 02's stream, carrying one model call.
 //!
-//! [`EventStream<T, R>`](EventStream) was generic; here both parameters get
-//! their meaning. The events are [`ModelEvent`]s, the process of generating;
-//! the result is the [`AssistantMessage`] that gets saved once it is over.
-//! The specialised stream only has to say two things: which events are
-//! terminal (`done` and `error`), and which message a terminal event stands
-//! for (the one it carries).
+//! [`EventStream<T, R>`](EventStream) gets its meaning: the events are
+//! [`ModelEvent`]s, the result is the [`AssistantMessage`] that gets saved.
+//! This stream only says which events are terminal (`done` and `error`) and
+//! which message a terminal event stands for (the one it carries).
 
 use std::future::Future;
 use std::task::{Context, Poll};
@@ -13,13 +11,14 @@ use std::task::{Context, Poll};
 use crate::event_stream::{EventStream, Producer, Refused, StreamError};
 use crate::types::{AssistantMessage, ModelEvent, ModelStream};
 
-/// The stream of one model call: an [`EventStream`] of [`ModelEvent`]s that
-/// ends in an [`AssistantMessage`]. Each method hands the call on to the
-/// chapter 02 stream inside.
+/// The stream of one model call. Each method hands the call on to the
+/// chapter 02 stream inside, so they work as they did there.
 pub struct AssistantMessageEventStream {
     inner: EventStream<ModelEvent, AssistantMessage>,
 }
 
+// A refused event or message is handed back whole, as in chapter 02.
+#[allow(clippy::result_large_err)]
 impl AssistantMessageEventStream {
     /// An empty stream, waiting for its first event.
     pub fn new() -> Self {

@@ -1,23 +1,16 @@
 //! Chapter 03: the message IR — one complete tool round-trip, saved.
 //!
-//! A transcript is a list of [`AgentMessage`]s in the order things happened.
-//! The role of each message says who produced the fact: the agent's
-//! instructions (`system`), the user, the model (`assistant`) or the
-//! environment running a tool (`toolResult`). Content blocks keep what was
-//! said ([`TextContent`]) apart from what should be done ([`ToolCall`]), in
-//! their original order; a tool result names the call it answers by
-//! `toolCallId`. Provider request bodies and terminal output are computed
-//! from these messages; they never replace them.
+//! A transcript is a list of [`AgentMessage`]s in the order things happened;
+//! each message's role says who produced the fact. Content blocks keep what
+//! was said ([`TextContent`]) apart from what should be done ([`ToolCall`]),
+//! in order. Changing the instructions appends a [`SystemMessage`], and
+//! [`current_system_prompt`] replays them. [`ModelEvent`]s describe a
+//! generation; the final [`AssistantMessage`] is what gets saved.
 //!
-//! Changing the instructions appends a [`SystemMessage`], and
-//! [`current_system_prompt`] replays them. While a model generates,
-//! [`ModelEvent`]s describe the process; the final [`AssistantMessage`] is
-//! what gets saved.
-//!
-//! The serde form is the course's JSON wire format: `role` tags messages and
-//! `type` tags content blocks and model events, wherever they appear; fields
-//! are camelCase, in the chapter's order; absent optionals are omitted;
-//! unknown fields are ignored; a wrong or missing tag is an error.
+//! The serde form is the chapter's JSON: `role` tags messages and `type`
+//! tags content blocks and events, wherever they appear; fields are
+//! camelCase, in the chapter's order; absent optionals are omitted; unknown
+//! fields are ignored; a wrong or missing tag is an error.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -173,14 +166,10 @@ pub struct SystemMessage {
     pub timestamp: u64,
 }
 
-/// The named sections of a system message, in order: name → text, where
-/// `None` (JSON `null`) asks the replay to delete the section.
-///
-/// Order is behaviour: the prompt is rendered in this order, and a prompt
-/// whose bytes move loses the provider's prompt cache. So setting a name that
-/// is present keeps its place, and a name that is new (or was deleted) goes
-/// last. JSON objects are read in document order (serde_json's
-/// `preserve_order`).
+/// The named sections of a system message, in order; `None` (JSON `null`)
+/// asks the replay to delete the section. Order is behaviour: the prompt is
+/// rendered in it, and a prompt whose bytes move loses the provider's prompt
+/// cache. So a name that is present keeps its place; a new one goes last.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Map<String, Value>")]
 pub struct Sections(Vec<(String, Option<String>)>);
@@ -203,18 +192,16 @@ pub struct AgentContext {
 
 /// What happens while a model generates one assistant message.
 ///
-/// `content_index` is the position in `partial.content` that the event is
-/// about. `partial` is the message so far, and each event owns its own copy:
-/// a later event never changes an earlier one's snapshot, at the cost of one
-/// copy of the message so far per event. `done` and `error` end the
-/// generation and carry the final message.
+/// `content_index` is the position in `partial.content` the event is about.
+/// `partial` is the message so far, a copy owned by each event (one copy of
+/// the message so far per event). `done` and `error` end the generation and
+/// carry the final message.
 ///
-/// A terminal event's `reason` must be its message's `stop_reason`. Reading
-/// an event where they differ is an error. Rust cannot hide the fields of an
-/// enum variant, and the chapter's events are plain data that code and tests
-/// write out in full, so `Done { reason, message }` can still be built with
-/// two different reasons; [`ModelEvent::finish`] builds the terminal event
-/// from the message alone, so the reason is never written twice.
+/// A terminal event's `reason` must be its message's `stop_reason`; reading
+/// one where they differ is an error. Building one is not prevented: an enum
+/// variant's fields cannot be private, and events are plain data written out
+/// in full. So the check sits where events come in, and a producer should
+/// take the reason from the finished message's `stop_reason`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -329,8 +316,11 @@ fn now_ms() -> u64 {
 pub fn text_of(message: &AgentMessage) -> String {
     match message {
         AgentMessage::System(system) => system_message_text(system),
-        AgentMessage::User(user) => join_texts(&user.content),
-        AgentMessage::ToolResult(result) => join_texts(&result.content),
+        AgentMessage::User(UserMessage { content, .. })
+        | AgentMessage::ToolResult(ToolResultMessage { content, .. }) => {
+            let texts: Vec<&str> = content.iter().map(|block| block.text.as_str()).collect();
+            texts.join("\n")
+        }
         AgentMessage::Assistant(assistant) => {
             let texts: Vec<&str> = assistant
                 .content
@@ -343,11 +333,6 @@ pub fn text_of(message: &AgentMessage) -> String {
             texts.join("\n")
         }
     }
-}
-
-fn join_texts(blocks: &[TextContent]) -> String {
-    let texts: Vec<&str> = blocks.iter().map(|block| block.text.as_str()).collect();
-    texts.join("\n")
 }
 
 /// Replays the system messages of a transcript, in order, into the one the
@@ -363,9 +348,7 @@ pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage
         let AgentMessage::System(system) = message else {
             continue;
         };
-        if timestamp.is_none() {
-            timestamp = Some(system.timestamp);
-        }
+        timestamp.get_or_insert(system.timestamp);
         if !system.content.is_empty() {
             contents.push(&system.content);
         }
@@ -406,36 +389,6 @@ pub fn system_message_text(message: &SystemMessage) -> String {
 /// [`system_message_text`]; `None` when there is no system message.
 pub fn current_system_prompt(messages: &[AgentMessage]) -> Option<String> {
     current_system_message(messages).map(|message| system_message_text(&message))
-}
-
-impl ModelEvent {
-    /// The terminal event for a finished `message`: `done` when it stopped
-    /// normally, `error` when it failed or was aborted. The reason is taken
-    /// from `message.stop_reason`, so the two always agree.
-    pub fn finish(message: AssistantMessage) -> ModelEvent {
-        match message.stop_reason {
-            StopReason::Stop => ModelEvent::Done {
-                reason: DoneReason::Stop,
-                message,
-            },
-            StopReason::Length => ModelEvent::Done {
-                reason: DoneReason::Length,
-                message,
-            },
-            StopReason::ToolUse => ModelEvent::Done {
-                reason: DoneReason::ToolUse,
-                message,
-            },
-            StopReason::Error => ModelEvent::Error {
-                reason: ErrorReason::Error,
-                error: message,
-            },
-            StopReason::Aborted => ModelEvent::Error {
-                reason: ErrorReason::Aborted,
-                error: message,
-            },
-        }
-    }
 }
 
 impl From<TextContent> for AssistantContent {
@@ -511,16 +464,14 @@ impl Serialize for Sections {
     }
 }
 
-/// Tags for a block or message outside the enum that usually writes its tag:
-/// text blocks of user and tool-result content, the `toolCall` of
-/// `toolcall_end`, and the assistant message of `partial`, `done` and `error`.
-///
-/// Each is a one-variant tagged enum, so serde writes the tag first and
-/// checks it when reading (a tag on a plain struct would not be checked).
-/// `done` and `error` are also read here, to check that their `reason` is
-/// their message's `stopReason`.
+/// Tags outside the enum that usually writes them: the text blocks of user
+/// and tool-result content, `toolcall_end`'s `toolCall`, the assistant
+/// message in events. Each is a one-variant tagged enum, so serde writes the
+/// tag first and checks it when reading (a tag on a plain struct is not
+/// checked). `done` and `error` are read here too, to check their reason.
 mod tag {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::json;
 
     use super::{AssistantMessage, DoneReason, ErrorReason, StopReason, TextContent, ToolCall};
 
@@ -551,11 +502,7 @@ mod tag {
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<TextContent>, D::Error> {
             let blocks = Vec::<Text<TextContent>>::deserialize(d)?;
-            let mut texts = Vec::new();
-            for Text::Text(block) in blocks {
-                texts.push(block);
-            }
-            Ok(texts)
+            Ok(blocks.into_iter().map(|Text::Text(block)| block).collect())
         }
     }
 
@@ -624,12 +571,8 @@ mod tag {
         }
         Err(E::custom(format!(
             "the event's reason {} differs from its message's stopReason {}",
-            wire_name(reason),
-            wire_name(message.stop_reason),
+            json!(reason),
+            json!(message.stop_reason),
         )))
-    }
-
-    fn wire_name(reason: StopReason) -> String {
-        serde_json::to_string(&reason).unwrap_or_default()
     }
 }

@@ -12,8 +12,8 @@ use course::assistant_stream::AssistantMessageEventStream;
 use course::block_on;
 use course::event_stream::StreamError;
 use course::types::{
-    AgentContext, AssistantContent, AssistantMessage, Model, ModelEvent, ModelStream, StopReason,
-    StreamOptions, ToolCall, assistant_message, text,
+    AgentContext, AssistantContent, AssistantMessage, DoneReason, ErrorReason, Model, ModelEvent,
+    ModelStream, StopReason, StreamOptions, ToolCall, assistant_message, text,
 };
 use serde_json::json;
 
@@ -49,14 +49,20 @@ fn read_call() -> ToolCall {
 }
 
 fn done(content: Vec<AssistantContent>) -> ModelEvent {
-    ModelEvent::finish(message(content, StopReason::ToolUse))
+    ModelEvent::Done {
+        reason: DoneReason::ToolUse,
+        message: message(content, StopReason::ToolUse),
+    }
 }
 
-fn failed(reason: StopReason, why: &str) -> ModelEvent {
-    ModelEvent::finish(AssistantMessage {
-        error_message: Some(why.into()),
-        ..message(vec![], reason)
-    })
+fn failed(reason: ErrorReason, why: &str) -> ModelEvent {
+    ModelEvent::Error {
+        reason,
+        error: AssistantMessage {
+            error_message: Some(why.into()),
+            ..message(vec![], reason.into())
+        },
+    }
 }
 
 /// Runs `work` on its own thread; fails instead of hanging after five seconds.
@@ -66,35 +72,6 @@ fn within<V: Send + 'static>(work: impl FnOnce() -> V + Send + 'static) -> V {
     finished
         .recv_timeout(Duration::from_secs(5))
         .expect("the stream hung")
-}
-
-#[test]
-fn finish_takes_the_reason_from_the_message() {
-    let cases = [
-        (StopReason::Stop, "done", "\"stop\""),
-        (StopReason::Length, "done", "\"length\""),
-        (StopReason::ToolUse, "done", "\"toolUse\""),
-        (StopReason::Error, "error", "\"error\""),
-        (StopReason::Aborted, "error", "\"aborted\""),
-    ];
-    for (stop_reason, kind, reason) in cases {
-        let final_message = message(vec![text("x").into()], stop_reason);
-        let event = ModelEvent::finish(final_message.clone());
-        let wire = serde_json::to_value(&event).unwrap();
-        assert_eq!(wire["type"], kind, "{stop_reason:?}");
-        assert_eq!(wire["reason"].to_string(), reason, "{stop_reason:?}");
-        match event {
-            ModelEvent::Done { reason, message } => {
-                assert_eq!(StopReason::from(reason), stop_reason);
-                assert_eq!(message, final_message);
-            }
-            ModelEvent::Error { reason, error } => {
-                assert_eq!(StopReason::from(reason), stop_reason);
-                assert_eq!(error, final_message);
-            }
-            other => panic!("finish gave {other:?}"),
-        }
-    }
 }
 
 #[test]
@@ -165,7 +142,7 @@ fn done_is_terminal_and_later_events_are_refused() {
         let stream = AssistantMessageEventStream::default();
         let done = done(vec![]);
         stream.push(done.clone()).unwrap();
-        let late = failed(StopReason::Error, "too late");
+        let late = failed(ErrorReason::Error, "too late");
         assert!(stream.push(late).is_err(), "no second final message");
         assert_eq!(stream.iter().count(), 1);
         let ModelEvent::Done { message, .. } = done else {
@@ -200,7 +177,7 @@ fn progress_events_do_not_end_the_stream() {
             stream.poll_result(&mut cx).is_pending(),
             "no result before done or error"
         );
-        stream.push(failed(StopReason::Aborted, "stop")).unwrap();
+        stream.push(failed(ErrorReason::Aborted, "stop")).unwrap();
         assert_eq!(stream.iter().count(), 5);
     });
 }
@@ -218,11 +195,14 @@ impl Model for EchoModel {
             .signal
             .is_some_and(|signal| signal.load(Ordering::SeqCst));
         let last = if aborted {
-            failed(StopReason::Aborted, "aborted")
+            failed(ErrorReason::Aborted, "aborted")
         } else {
             let said = format!("{} messages", context.messages.len());
             stream.push(text_delta(&said, &said)).unwrap();
-            ModelEvent::finish(message(vec![text(said).into()], StopReason::Stop))
+            ModelEvent::Done {
+                reason: DoneReason::Stop,
+                message: message(vec![text(said).into()], StopReason::Stop),
+            }
         };
         stream.push(last).unwrap();
         stream
@@ -270,4 +250,18 @@ fn a_model_stream_whose_producer_vanished_reports_it() {
     let (kinds, result) = read_all(stream);
     assert_eq!(kinds, [r#""start""#], "queued events are still delivered");
     assert_eq!(result, Err(StreamError::ProducerDropped));
+}
+
+#[test]
+fn end_finishes_the_stream_with_its_message_and_refuses_a_later_done() {
+    within(|| {
+        let stream = AssistantMessageEventStream::new();
+        stream.push(start()).unwrap();
+        let ended = message(vec![text("ended early").into()], StopReason::Stop);
+        stream.end(ended.clone()).unwrap();
+        assert!(stream.push(done(vec![])).is_err(), "no event after end()");
+        assert!(stream.end(ended.clone()).is_err(), "no second end()");
+        assert_eq!(stream.iter().count(), 1);
+        assert_eq!(stream.blocking_result(), Ok(ended));
+    });
 }

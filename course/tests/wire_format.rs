@@ -171,7 +171,7 @@ fn the_readme_turn_streams_as_the_chapter_describes() {
         arguments: parse(r#"{"path":"README.md"}"#).unwrap(),
         raw_arguments: None,
     };
-    let events = vec![
+    let events = [
         ModelEvent::Start {
             partial: so_far(vec![], StopReason::Stop),
         },
@@ -190,18 +190,24 @@ fn the_readme_turn_streams_as_the_chapter_describes() {
             tool_call: call.clone(),
             partial: so_far(vec![said.clone(), call.clone().into()], StopReason::Stop),
         },
-        ModelEvent::finish(AssistantMessage {
-            usage: Usage {
-                input: 18,
-                output: 12,
-                total_tokens: 30,
+        ModelEvent::Done {
+            reason: DoneReason::ToolUse,
+            message: AssistantMessage {
+                usage: Usage {
+                    input: 18,
+                    output: 12,
+                    total_tokens: 30,
+                },
+                ..so_far(vec![said, call.into()], StopReason::ToolUse)
             },
-            ..so_far(vec![said, call.into()], StopReason::ToolUse)
-        }),
-        ModelEvent::finish(AssistantMessage {
-            error_message: Some("user cancelled".into()),
-            ..so_far(vec![text("部分").into()], StopReason::Aborted)
-        }),
+        },
+        ModelEvent::Error {
+            reason: ErrorReason::Aborted,
+            error: AssistantMessage {
+                error_message: Some("user cancelled".into()),
+                ..so_far(vec![text("部分").into()], StopReason::Aborted)
+            },
+        },
     ];
 
     let written: Vec<String> = events.iter().map(write).collect();
