@@ -12,10 +12,20 @@
 //! * **One fact.** The first terminal event, or [`end`](EventStream::end),
 //!   fixes the result. A later push or end is refused: the value comes back
 //!   in a [`Refused`], so the caller can tell.
-//! * **No lost event, no lost wake-up.** The state sits behind one mutex. A
-//!   consumer that finds nothing to read registers its waker under the same
-//!   lock it used to look, so no push can slip in between; a push wakes the
-//!   registered consumers after it has released the lock.
+//! * **No lost event, no lost wake-up.** The shared state (queue, outcome,
+//!   waiting consumers) sits behind one mutex. A consumer that finds nothing
+//!   to read registers its waker under the same lock it used to look, so no
+//!   push can slip in between; a push wakes the registered consumers after it
+//!   has released the lock.
+//! * **A second lock, for reading in batches.** The consumer's side keeps
+//!   `unread`: events it took from the shared queue in one go and has not
+//!   handed out yet. Producer and consumer then meet at the shared lock once
+//!   per batch instead of once per event, which is what keeps the stream
+//!   close to `std::sync::mpsc` when events pour in. It changes nothing a
+//!   caller can see: events move to `unread` while both locks are held, so
+//!   none is lost or reordered, and `unread` is always locked first, so the
+//!   two locks cannot deadlock. One mutex alone would be just as correct,
+//!   only slower.
 //! * **No runtime needed.** The async side is plain polling (`poll_next`,
 //!   `next().await`, `result().await`), so any executor can drive it; the
 //!   blocking side (`iter`, `blocking_result`) is the same futures driven by

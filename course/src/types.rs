@@ -1,26 +1,19 @@
 //! Chapter 03: the message IR — one complete tool round-trip, saved.
 //!
-//! A transcript is a list of [`AgentMessage`]s in the order things happened.
-//! The role of each message says who produced the fact: the agent's
-//! instructions (`system`), the user, the model (`assistant`) or the
-//! environment running a tool (`toolResult`). Content blocks keep what was
-//! said ([`TextContent`]) apart from what should be done ([`ToolCall`]), in
-//! their original order; a tool result names the call it answers by
-//! `toolCallId`. Provider request bodies and terminal output are computed
-//! from these messages; they never replace them.
+//! A transcript is a list of [`AgentMessage`]s in the order things happened;
+//! each message's role says who produced the fact. Content blocks keep what
+//! was said ([`TextContent`]) apart from what should be done ([`ToolCall`]),
+//! in order. Changing the instructions appends a [`SystemMessage`], and
+//! [`current_system_prompt`] replays them. [`ModelEvent`]s describe a
+//! generation; the final [`AssistantMessage`] is what gets saved.
 //!
-//! Changing the instructions appends a [`SystemMessage`], and
-//! [`current_system_prompt`] replays them. While a model generates,
-//! [`ModelEvent`]s describe the process; the final [`AssistantMessage`] is
-//! what gets saved.
-//!
-//! The serde form is the course's JSON wire format: `role` tags messages and
-//! `type` tags content blocks and model events, wherever they appear; fields
-//! are camelCase, in the chapter's order; absent optionals are omitted;
-//! unknown fields are ignored; a wrong or missing tag is an error.
+//! The serde form is the chapter's JSON: `role` tags messages and `type`
+//! tags content blocks and events, wherever they appear; fields are
+//! camelCase, in the chapter's order; absent optionals are omitted; unknown
+//! fields are ignored; a wrong or missing tag is an error.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::UNIX_EPOCH;
 
@@ -59,7 +52,7 @@ pub enum AssistantContent {
     ToolCall(ToolCall),
 }
 
-/// Tokens spent by one model call.
+/// Tokens spent by one model call. `Usage::default()` is "none spent".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -67,13 +60,6 @@ pub struct Usage {
     pub output: u64,
     pub total_tokens: u64,
 }
-
-/// No tokens spent; the same as `Usage::default()`.
-pub const EMPTY_USAGE: Usage = Usage {
-    input: 0,
-    output: 0,
-    total_tokens: 0,
-};
 
 /// Why a model call stopped, and so what the agent does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,16 +138,17 @@ pub struct AssistantMessage {
 /// What the environment returned for one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolResultMessage<D = Value> {
+pub struct ToolResultMessage {
     /// The [`ToolCall::id`] this result answers.
     pub tool_call_id: String,
     /// Where the result came from, for people; the id is what pairs it.
     pub tool_name: String,
     #[serde(with = "tag::text_blocks")]
     pub content: Vec<TextContent>,
-    /// Structured data for the program, not for the model.
+    /// Structured data for the program, not for the model (the chapter's
+    /// `unknown`: any JSON value).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<D>,
+    pub details: Option<Value>,
     pub is_error: bool,
     pub timestamp: u64,
 }
@@ -179,14 +166,10 @@ pub struct SystemMessage {
     pub timestamp: u64,
 }
 
-/// The named sections of a system message, in order: name → text, where
-/// `None` (JSON `null`) asks the replay to delete the section.
-///
-/// Order is behaviour: the prompt is rendered in this order, and a prompt
-/// whose bytes move loses the provider's prompt cache. So setting a name that
-/// is present keeps its place, and a name that is new (or was deleted) goes
-/// last. JSON objects are read in document order (serde_json's
-/// `preserve_order`).
+/// The named sections of a system message, in order; `None` (JSON `null`)
+/// asks the replay to delete the section. Order is behaviour: the prompt is
+/// rendered in it, and a prompt whose bytes move loses the provider's prompt
+/// cache. So a name that is present keeps its place; a new one goes last.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Map<String, Value>")]
 pub struct Sections(Vec<(String, Option<String>)>);
@@ -209,9 +192,16 @@ pub struct AgentContext {
 
 /// What happens while a model generates one assistant message.
 ///
-/// `content_index` is the position in `partial.content` that the event is
-/// about; `partial` is the message so far. `done` and `error` end the
-/// generation and carry the final message.
+/// `content_index` is the position in `partial.content` the event is about.
+/// `partial` is the message so far, a copy owned by each event (one copy of
+/// the message so far per event). `done` and `error` end the generation and
+/// carry the final message.
+///
+/// A terminal event's `reason` must be its message's `stop_reason`; reading
+/// one where they differ is an error. Building one is not prevented: an enum
+/// variant's fields cannot be private, and events are plain data written out
+/// in full. So the check sits where events come in, and a producer should
+/// take the reason from the finished message's `stop_reason`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -220,76 +210,42 @@ pub struct AgentContext {
 )]
 pub enum ModelEvent {
     Start {
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     TextDelta {
         content_index: usize,
         delta: String,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     #[serde(rename = "toolcall_delta")]
     ToolCallDelta {
         content_index: usize,
         delta: String,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
     #[serde(rename = "toolcall_end")]
     ToolCallEnd {
         content_index: usize,
         #[serde(with = "tag::tool_call")]
         tool_call: ToolCall,
-        partial: PartialMessage,
+        #[serde(with = "tag::assistant")]
+        partial: AssistantMessage,
     },
+    #[serde(deserialize_with = "tag::done")]
     Done {
         reason: DoneReason,
         #[serde(with = "tag::assistant")]
         message: AssistantMessage,
     },
+    #[serde(deserialize_with = "tag::error")]
     Error {
         reason: ErrorReason,
         #[serde(with = "tag::assistant")]
         error: AssistantMessage,
     },
-}
-
-/// A snapshot of the assistant message being generated: the `partial` of a
-/// progress event.
-///
-/// Copying the whole message into every event would make N deltas cost
-/// O(N²). Instead a [`MessageDraft`] writes each step once into a log that it
-/// shares with its snapshots, and a snapshot only remembers how many steps it
-/// saw. Taking one copies nothing; [`to_message`](Self::to_message) replays
-/// its steps. A snapshot never changes once taken, and serializes as the
-/// assistant message it shows.
-#[derive(Clone)]
-pub struct PartialMessage {
-    log: Arc<Log>,
-    seen: usize,
-}
-
-/// Builds one assistant message from a provider's deltas, on the producer's
-/// side, and returns the event for each step. The block being written is
-/// always the last one: a delta continues it or starts a new one.
-pub struct MessageDraft {
-    /// The message so far.
-    message: AssistantMessage,
-    log: Arc<Log>,
-}
-
-/// How a message began, and every step since, in order. It only grows.
-struct Log {
-    start: AssistantMessage,
-    steps: Mutex<Vec<Step>>,
-}
-
-enum Step {
-    /// A new last block.
-    Push(AssistantContent),
-    /// More text for the last block: its text, or a tool call's raw arguments.
-    Extend(String),
-    /// The last block, finished.
-    Replace(AssistantContent),
-    Usage(Usage),
 }
 
 /// A model call in progress: its events as they happen, then its final
@@ -341,7 +297,7 @@ pub fn assistant_message(
         content,
         provider: "scripted".to_string(),
         model: "scripted-v1".to_string(),
-        usage: EMPTY_USAGE,
+        usage: Usage::default(),
         stop_reason,
         timestamp: now_ms(),
         error_message: None,
@@ -358,22 +314,25 @@ fn now_ms() -> u64 {
 /// [`system_message_text`]. A lossy projection: tool calls are left out, and
 /// the message itself is not changed.
 pub fn text_of(message: &AgentMessage) -> String {
-    let texts: Vec<&str> = match message {
-        AgentMessage::System(system) => return system_message_text(system),
+    match message {
+        AgentMessage::System(system) => system_message_text(system),
         AgentMessage::User(UserMessage { content, .. })
         | AgentMessage::ToolResult(ToolResultMessage { content, .. }) => {
-            content.iter().map(|block| block.text.as_str()).collect()
+            let texts: Vec<&str> = content.iter().map(|block| block.text.as_str()).collect();
+            texts.join("\n")
         }
-        AgentMessage::Assistant(assistant) => assistant
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                AssistantContent::Text(block) => Some(block.text.as_str()),
-                AssistantContent::ToolCall(_) => None,
-            })
-            .collect(),
-    };
-    texts.join("\n")
+        AgentMessage::Assistant(assistant) => {
+            let texts: Vec<&str> = assistant
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    AssistantContent::Text(block) => Some(block.text.as_str()),
+                    AssistantContent::ToolCall(_) => None,
+                })
+                .collect();
+            texts.join("\n")
+        }
+    }
 }
 
 /// Replays the system messages of a transcript, in order, into the one the
@@ -393,28 +352,36 @@ pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage
         if !system.content.is_empty() {
             contents.push(&system.content);
         }
-        for (name, value) in system.sections.iter().flat_map(Sections::iter) {
-            match value {
-                Some(_) => sections.insert(name, value),
-                None => sections.remove(name),
+        if let Some(patch) = &system.sections {
+            for (name, value) in patch.iter() {
+                match value {
+                    Some(_) => sections.insert(name, value),
+                    None => sections.remove(name),
+                }
             }
         }
     }
+    let timestamp = timestamp?;
+    let sections = if sections.is_empty() {
+        None
+    } else {
+        Some(sections)
+    };
     Some(SystemMessage {
         content: contents.join("\n\n"),
-        sections: (!sections.is_empty()).then_some(sections),
-        timestamp: timestamp?,
+        sections,
+        timestamp,
     })
 }
 
 /// The text a model reads for a system message: its content, then each
 /// section's text in order, empty ones skipped, joined by `\n\n`.
 pub fn system_message_text(message: &SystemMessage) -> String {
-    let sections = message.sections.iter().flat_map(Sections::iter);
-    let parts: Vec<&str> = std::iter::once(message.content.as_str())
-        .chain(sections.filter_map(|(_, value)| value))
-        .filter(|part| !part.is_empty())
-        .collect();
+    let mut parts = vec![message.content.as_str()];
+    if let Some(sections) = &message.sections {
+        parts.extend(sections.iter().filter_map(|(_, value)| value));
+    }
+    parts.retain(|part| !part.is_empty());
     parts.join("\n\n")
 }
 
@@ -477,13 +444,17 @@ impl<const N: usize> From<[(&str, Option<&str>); N]> for Sections {
 impl TryFrom<Map<String, Value>> for Sections {
     type Error = String;
 
+    /// Reads a JSON object in document order; each value is a string or `null`.
     fn try_from(object: Map<String, Value>) -> Result<Self, String> {
-        let sections = object.into_iter().map(|(name, value)| match value {
-            Value::String(text) => Ok((name, Some(text))),
-            Value::Null => Ok((name, None)),
-            other => Err(format!("section `{name}` is {other}, not a string or null")),
-        });
-        sections.collect::<Result<_, _>>().map(Sections)
+        let mut sections = Sections::default();
+        for (name, value) in object {
+            match value {
+                Value::String(text) => sections.0.push((name, Some(text))),
+                Value::Null => sections.0.push((name, None)),
+                other => return Err(format!("section `{name}` is {other}, not a string or null")),
+            }
+        }
+        Ok(sections)
     }
 }
 
@@ -493,203 +464,16 @@ impl Serialize for Sections {
     }
 }
 
-impl PartialMessage {
-    /// The message this snapshot shows.
-    pub fn to_message(&self) -> AssistantMessage {
-        let steps = self.log.steps();
-        let mut message = self.log.start.clone();
-        for step in &steps[..self.seen] {
-            step.apply(&mut message);
-        }
-        message
-    }
-}
-
-impl From<AssistantMessage> for PartialMessage {
-    fn from(message: AssistantMessage) -> Self {
-        MessageDraft::new(message).snapshot()
-    }
-}
-
-impl PartialEq for PartialMessage {
-    fn eq(&self, other: &Self) -> bool {
-        self.to_message() == other.to_message()
-    }
-}
-
-impl std::fmt::Debug for PartialMessage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.to_message().fmt(f)
-    }
-}
-
-impl Serialize for PartialMessage {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        tag::assistant::serialize(&self.to_message(), serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for PartialMessage {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tag::assistant::deserialize(deserializer).map(PartialMessage::from)
-    }
-}
-
-impl MessageDraft {
-    /// Starts from `start`: its fields (provider, model, usage, timestamp, …)
-    /// head the message, and any content it has comes first.
-    pub fn new(start: AssistantMessage) -> Self {
-        let log = Log {
-            start: start.clone(),
-            steps: Mutex::new(Vec::new()),
-        };
-        MessageDraft {
-            message: start,
-            log: Arc::new(log),
-        }
-    }
-
-    /// The `start` event.
-    pub fn start(&self) -> ModelEvent {
-        ModelEvent::Start {
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Adds `delta` to the last block if it is text, or starts a text block:
-    /// the `text_delta` event.
-    pub fn text_delta(&mut self, delta: &str) -> ModelEvent {
-        let step = match self.message.content.last() {
-            Some(AssistantContent::Text(_)) => Step::Extend(delta.to_string()),
-            _ => Step::Push(text(delta).into()),
-        };
-        self.record(step);
-        ModelEvent::TextDelta {
-            content_index: self.last_index(),
-            delta: delta.to_string(),
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Adds `delta` to the raw arguments of tool call `id` if it is the last
-    /// block, or starts that call (`name`, `arguments` `{}`, the delta as
-    /// `raw_arguments`): the `toolcall_delta` event.
-    pub fn tool_call_delta(&mut self, id: &str, name: &str, delta: &str) -> ModelEvent {
-        let step = match self.message.content.last() {
-            Some(AssistantContent::ToolCall(call)) if call.id == id => {
-                Step::Extend(delta.to_string())
-            }
-            _ => Step::Push(AssistantContent::ToolCall(ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                arguments: Value::Object(Map::new()),
-                raw_arguments: Some(delta.to_string()),
-            })),
-        };
-        self.record(step);
-        ModelEvent::ToolCallDelta {
-            content_index: self.last_index(),
-            delta: delta.to_string(),
-            partial: self.snapshot(),
-        }
-    }
-
-    /// The tool call is complete, with parsed arguments: it takes the place
-    /// of the call with the same id being written (or comes last, if it
-    /// arrived whole). The `toolcall_end` event.
-    pub fn tool_call_end(&mut self, call: ToolCall) -> ModelEvent {
-        let block = AssistantContent::ToolCall(call.clone());
-        let step = match self.message.content.last() {
-            Some(AssistantContent::ToolCall(last)) if last.id == call.id => Step::Replace(block),
-            _ => Step::Push(block),
-        };
-        self.record(step);
-        ModelEvent::ToolCallEnd {
-            content_index: self.last_index(),
-            tool_call: call,
-            partial: self.snapshot(),
-        }
-    }
-
-    /// Records the tokens spent so far; later snapshots show them.
-    pub fn set_usage(&mut self, usage: Usage) {
-        self.record(Step::Usage(usage));
-    }
-
-    /// The generation ended normally: the `done` event with the final message.
-    pub fn finish(self, reason: DoneReason) -> ModelEvent {
-        let message = AssistantMessage {
-            stop_reason: reason.into(),
-            ..self.message
-        };
-        ModelEvent::Done { reason, message }
-    }
-
-    /// The generation failed: the `error` event, keeping the content so far.
-    pub fn fail(self, reason: ErrorReason, error_message: impl Into<String>) -> ModelEvent {
-        let error = AssistantMessage {
-            stop_reason: reason.into(),
-            error_message: Some(error_message.into()),
-            ..self.message
-        };
-        ModelEvent::Error { reason, error }
-    }
-
-    fn record(&mut self, step: Step) {
-        step.apply(&mut self.message);
-        self.log.steps().push(step);
-    }
-
-    fn snapshot(&self) -> PartialMessage {
-        PartialMessage {
-            log: Arc::clone(&self.log),
-            seen: self.log.steps().len(),
-        }
-    }
-
-    fn last_index(&self) -> usize {
-        self.message.content.len() - 1
-    }
-}
-
-impl Log {
-    fn steps(&self) -> MutexGuard<'_, Vec<Step>> {
-        // A step never panics half-way, so even a poisoned log is whole.
-        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Step {
-    /// Applies this step to `message`: the one place where a step means something.
-    fn apply(&self, message: &mut AssistantMessage) {
-        match self {
-            Step::Push(block) => message.content.push(block.clone()),
-            Step::Extend(delta) => match message.content.last_mut() {
-                Some(AssistantContent::Text(block)) => block.text.push_str(delta),
-                Some(AssistantContent::ToolCall(call)) => {
-                    call.raw_arguments.get_or_insert_default().push_str(delta);
-                }
-                None => unreachable!("a draft extends only a block it has"),
-            },
-            Step::Replace(block) => {
-                message.content.pop();
-                message.content.push(block.clone());
-            }
-            Step::Usage(usage) => message.usage = *usage,
-        }
-    }
-}
-
-/// Tags for a block or message outside the enum that usually writes its tag:
-/// text blocks of user and tool-result content, the `toolCall` of
-/// `toolcall_end`, the message of `done` and `error`, and `partial`.
-///
-/// Each is a one-variant tagged enum, so serde writes the tag first and
-/// checks it when reading (a tag on a plain struct would not be checked).
+/// Tags outside the enum that usually writes them: the text blocks of user
+/// and tool-result content, `toolcall_end`'s `toolCall`, the assistant
+/// message in events. Each is a one-variant tagged enum, so serde writes the
+/// tag first and checks it when reading (a tag on a plain struct is not
+/// checked). `done` and `error` are read here too, to check their reason.
 mod tag {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::json;
 
-    use super::{AssistantMessage, TextContent, ToolCall};
+    use super::{AssistantMessage, DoneReason, ErrorReason, StopReason, TextContent, ToolCall};
 
     #[derive(Serialize, Deserialize)]
     #[serde(tag = "type", rename_all = "camelCase")]
@@ -730,7 +514,8 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolCall, D::Error> {
-            Call::deserialize(d).map(|Call::ToolCall(call)| call)
+            let Call::ToolCall(call) = Call::deserialize(d)?;
+            Ok(call)
         }
     }
 
@@ -745,7 +530,49 @@ mod tag {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AssistantMessage, D::Error> {
-            Role::deserialize(d).map(|Role::Assistant(message)| message)
+            let Role::Assistant(message) = Role::deserialize(d)?;
+            Ok(message)
         }
+    }
+
+    /// The fields of a `done` event, checked to agree.
+    pub fn done<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(DoneReason, AssistantMessage), D::Error> {
+        #[derive(Deserialize)]
+        struct Done {
+            reason: DoneReason,
+            #[serde(with = "assistant")]
+            message: AssistantMessage,
+        }
+        let Done { reason, message } = Done::deserialize(d)?;
+        agree(reason.into(), &message)?;
+        Ok((reason, message))
+    }
+
+    /// The fields of an `error` event, checked to agree.
+    pub fn error<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(ErrorReason, AssistantMessage), D::Error> {
+        #[derive(Deserialize)]
+        struct Error {
+            reason: ErrorReason,
+            #[serde(with = "assistant")]
+            error: AssistantMessage,
+        }
+        let Error { reason, error } = Error::deserialize(d)?;
+        agree(reason.into(), &error)?;
+        Ok((reason, error))
+    }
+
+    fn agree<E: serde::de::Error>(reason: StopReason, message: &AssistantMessage) -> Result<(), E> {
+        if reason == message.stop_reason {
+            return Ok(());
+        }
+        Err(E::custom(format!(
+            "the event's reason {} differs from its message's stopReason {}",
+            json!(reason),
+            json!(message.stop_reason),
+        )))
     }
 }

@@ -117,3 +117,31 @@ fn replay_handles_long_transcripts_in_one_pass() {
     );
     assert_eq!(current_system_message(&transcript).unwrap().timestamp, 0);
 }
+
+#[test]
+fn an_empty_first_content_leaves_no_separator_and_keeps_the_first_timestamp() {
+    let transcript = [
+        system("", Some(Sections::from([("rules", Some("R"))])), 10),
+        system("Be brief.", None, 20),
+    ];
+    assert_eq!(
+        current_system_message(&transcript),
+        Some(SystemMessage {
+            content: "Be brief.".to_string(),
+            sections: Some(Sections::from([("rules", Some("R"))])),
+            timestamp: 10,
+        })
+    );
+    assert_eq!(
+        current_system_prompt(&transcript).as_deref(),
+        Some("Be brief.\n\nR")
+    );
+}
+
+#[test]
+fn an_empty_sections_object_replays_to_no_sections() {
+    let only = system("Base.", Some(Sections::default()), 1);
+    let replayed = current_system_message(std::slice::from_ref(&only)).unwrap();
+    assert_eq!(replayed.sections, None);
+    assert_ne!(AgentMessage::System(replayed), only);
+}

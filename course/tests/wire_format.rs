@@ -2,7 +2,7 @@
 //! is written back as the same text, in the chapter's field order.
 
 use course::types::{
-    AgentContext, AgentMessage, AssistantMessage, DoneReason, ErrorReason, MessageDraft,
+    AgentContext, AgentMessage, AssistantContent, AssistantMessage, DoneReason, ErrorReason,
     ModelEvent, Sections, StopReason, SystemMessage, ToolCall, ToolResultMessage, Usage,
     UserMessage, assistant_message, text,
 };
@@ -56,7 +56,7 @@ fn the_readme_round_trip_reads_and_writes_back_the_same_bytes() {
             total_tokens: 30
         }
     );
-    let Some(course::types::AssistantContent::ToolCall(call)) = assistant.content.get(1) else {
+    let Some(AssistantContent::ToolCall(call)) = assistant.content.get(1) else {
         panic!("content[1] is the tool call");
     };
     assert_eq!(
@@ -148,41 +148,127 @@ const EVENTS: [&str; 6] = [
     r#"{"type":"error","reason":"aborted","error":{"role":"assistant","content":[{"type":"text","text":"部分"}],"provider":"scripted","model":"scripted-v1","usage":{"input":0,"output":0,"totalTokens":0},"stopReason":"aborted","timestamp":1010,"errorMessage":"user cancelled"}}"#,
 ];
 
-fn draft() -> MessageDraft {
-    MessageDraft::new(AssistantMessage {
+/// The message so far at `timestamp` 1010, as the scripted model writes it.
+fn so_far(content: Vec<AssistantContent>, stop_reason: StopReason) -> AssistantMessage {
+    AssistantMessage {
         timestamp: 1_010,
-        ..assistant_message(vec![], StopReason::Stop)
-    })
+        ..assistant_message(content, stop_reason)
+    }
 }
 
 #[test]
 fn the_readme_turn_streams_as_the_chapter_describes() {
-    let mut readme = draft();
-    let mut events = vec![
-        readme.start(),
-        readme.text_delta("我先读取项目说明。"),
-        readme.tool_call_delta("call_1", "read", r#"{"path":"README.md"}"#),
-        readme.tool_call_end(ToolCall {
-            id: "call_1".into(),
-            name: "read".into(),
-            arguments: parse(r#"{"path":"README.md"}"#).unwrap(),
-            raw_arguments: None,
-        }),
-    ];
-    readme.set_usage(Usage {
-        input: 18,
-        output: 12,
-        total_tokens: 30,
+    let said: AssistantContent = text("我先读取项目说明。").into();
+    let writing = AssistantContent::ToolCall(ToolCall {
+        id: "call_1".into(),
+        name: "read".into(),
+        arguments: parse("{}").unwrap(),
+        raw_arguments: Some(r#"{"path":"README.md"}"#.into()),
     });
-    events.push(readme.finish(DoneReason::ToolUse));
-    let mut failed = draft();
-    failed.text_delta("部分");
-    events.push(failed.fail(ErrorReason::Aborted, "user cancelled"));
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "read".into(),
+        arguments: parse(r#"{"path":"README.md"}"#).unwrap(),
+        raw_arguments: None,
+    };
+    let events = [
+        ModelEvent::Start {
+            partial: so_far(vec![], StopReason::Stop),
+        },
+        ModelEvent::TextDelta {
+            content_index: 0,
+            delta: "我先读取项目说明。".into(),
+            partial: so_far(vec![said.clone()], StopReason::Stop),
+        },
+        ModelEvent::ToolCallDelta {
+            content_index: 1,
+            delta: r#"{"path":"README.md"}"#.into(),
+            partial: so_far(vec![said.clone(), writing], StopReason::Stop),
+        },
+        ModelEvent::ToolCallEnd {
+            content_index: 1,
+            tool_call: call.clone(),
+            partial: so_far(vec![said.clone(), call.clone().into()], StopReason::Stop),
+        },
+        ModelEvent::Done {
+            reason: DoneReason::ToolUse,
+            message: AssistantMessage {
+                usage: Usage {
+                    input: 18,
+                    output: 12,
+                    total_tokens: 30,
+                },
+                ..so_far(vec![said, call.into()], StopReason::ToolUse)
+            },
+        },
+        ModelEvent::Error {
+            reason: ErrorReason::Aborted,
+            error: AssistantMessage {
+                error_message: Some("user cancelled".into()),
+                ..so_far(vec![text("部分").into()], StopReason::Aborted)
+            },
+        },
+    ];
 
     let written: Vec<String> = events.iter().map(write).collect();
     assert_eq!(written, EVENTS);
     for json in EVENTS {
         assert_round_trip::<ModelEvent>(json);
+    }
+}
+
+#[test]
+fn a_terminal_reason_that_differs_from_the_stop_reason_is_refused() {
+    let message = |stop_reason: &str| {
+        format!(
+            r#"{{"role":"assistant","content":[],"provider":"p","model":"m","usage":{{"input":0,"output":0,"totalTokens":0}},"stopReason":"{stop_reason}","timestamp":1}}"#
+        )
+    };
+    for (json, expected) in [
+        (
+            format!(
+                r#"{{"type":"done","reason":"stop","message":{}}}"#,
+                message("aborted")
+            ),
+            r#"the event's reason "stop" differs from its message's stopReason "aborted""#,
+        ),
+        (
+            format!(
+                r#"{{"type":"done","reason":"toolUse","message":{}}}"#,
+                message("length")
+            ),
+            r#"the event's reason "toolUse" differs from its message's stopReason "length""#,
+        ),
+        (
+            format!(
+                r#"{{"type":"error","reason":"aborted","error":{}}}"#,
+                message("error")
+            ),
+            r#"the event's reason "aborted" differs from its message's stopReason "error""#,
+        ),
+        (
+            format!(
+                r#"{{"type":"error","reason":"error","error":{}}}"#,
+                message("stop")
+            ),
+            r#"the event's reason "error" differs from its message's stopReason "stop""#,
+        ),
+    ] {
+        let error = parse::<ModelEvent>(&json).expect_err(&json);
+        assert!(error.to_string().contains(expected), "{json}: {error}");
+    }
+    for (kind, field, reason) in [
+        ("done", "message", "stop"),
+        ("done", "message", "length"),
+        ("done", "message", "toolUse"),
+        ("error", "error", "error"),
+        ("error", "error", "aborted"),
+    ] {
+        let json = format!(
+            r#"{{"type":"{kind}","reason":"{reason}","{field}":{}}}"#,
+            message(reason)
+        );
+        assert_round_trip::<ModelEvent>(&json);
     }
 }
 
