@@ -197,13 +197,6 @@ impl ChapterFolder {
     }
 }
 
-/// The guide with its header, for `practice.rs`'s call of today; the
-/// header is learner text, rendered by [`crate::learner_text::guide_with_header`]
-/// (which practice calls directly from the merge on, with the lab's path).
-pub fn guide_with_header(manifest: &Manifest, checkpoint: &Checkpoint, guide: &str) -> String {
-    say::guide_with_header(manifest, checkpoint, None, guide)
-}
-
 /// Checks the manifest against the target commit: the focused test and
 /// every teaching file must be files there.
 pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {

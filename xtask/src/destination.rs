@@ -20,6 +20,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use tempfile::TempDir;
 
+use crate::learner_text as say;
 use crate::error::{self, Error, Result};
 use crate::out;
 use crate::repo::CourseRepo;
@@ -138,22 +139,13 @@ impl Destination {
             matches!(component, Component::Normal(name) if name.as_encoded_bytes().eq_ignore_ascii_case(b".git"))
         }) || git_folders.iter().any(|folder| dir.starts_with(folder));
         if in_git {
-            return Err(Error::bad_input(format!(
-                "{shown} is inside a .git folder, where git keeps its own data: \
-                 choose a folder outside .git (e.g. `lab`); nothing was touched"
-            )));
+            return Err(Error::bad_input(say::dir_in_git(&shown.to_string())));
         }
         if dir == here {
-            return Err(Error::bad_input(format!(
-                "{shown} is the current folder: practise in a new folder instead \
-                 (e.g. `lab`); nothing was touched"
-            )));
+            return Err(Error::bad_input(say::dir_is_current(&shown.to_string())));
         }
         if repo.canonical_root.starts_with(dir) {
-            return Err(Error::bad_input(format!(
-                "{shown} is the course repository or a folder containing it: \
-                 choose a new folder (e.g. `lab`); nothing was touched"
-            )));
+            return Err(Error::bad_input(say::dir_is_repository(&shown.to_string())));
         }
         if self.exists {
             check_empty_folder(dir)?;
@@ -314,18 +306,14 @@ fn check_empty_folder(dir: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(dir)
         .map_err(|error| Error::bad_input(format!("cannot inspect {}: {error}", dir.display())))?;
     if !meta.is_dir() {
-        return Err(Error::bad_input(format!(
-            "{} exists and is not a folder: choose a new folder name; nothing was touched",
-            dir.display()
+        return Err(Error::bad_input(say::dir_not_a_folder(
+            &dir.display().to_string(),
         )));
     }
     let mut entries =
         fs::read_dir(dir).map_err(error::io(format!("cannot read {}", dir.display())))?;
     if entries.next().is_some() {
-        return Err(Error::bad_input(format!(
-            "{} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched",
-            dir.display()
-        )));
+        return Err(Error::bad_input(say::dir_not_empty(&dir.display().to_string())));
     }
     Ok(())
 }

@@ -56,10 +56,7 @@ impl Error {
     pub fn interrupted(signal: i32) -> Self {
         Error {
             kind: Kind::Interrupted(signal),
-            message: format!(
-                "interrupted by {}: stopped, leaving nothing running and nothing half made",
-                signal_name(signal)
-            ),
+            message: crate::learner_text::interrupted(signal),
         }
     }
 
@@ -128,16 +125,4 @@ pub fn is_environment(error: &std::io::Error) -> bool {
 /// The exit code for a command ended by `signal`: 128 + the signal.
 fn signal_exit_code(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(u8::MAX)
-}
-
-/// `SIGINT` or `SIGTERM`, for messages.
-fn signal_name(signal: i32) -> String {
-    use rustix::process::Signal;
-    match Signal::from_named_raw(signal) {
-        Some(Signal::INT) => "SIGINT (Ctrl-C)".to_string(),
-        Some(Signal::TERM) => "SIGTERM".to_string(),
-        Some(Signal::HUP) => "SIGHUP (the terminal closed)".to_string(),
-        Some(Signal::QUIT) => "SIGQUIT (Ctrl-\\)".to_string(),
-        _ => format!("signal {signal}"),
-    }
 }

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use crate::chapter::{self, Handout};
 use crate::error::{Error, Result};
+use crate::learner_text::{self as say, LabPointer};
 use crate::locate::Checkpoint;
 use crate::manifest::Manifest;
 use crate::out::escape_control;
@@ -24,13 +25,16 @@ use crate::tree::{self, Written};
 use crate::worlds;
 
 /// Writes a lab's content into the empty folder `dest` and says what the
-/// base tree held.
+/// base tree held. `pointer`, when given, puts the lab's real commands in
+/// the guide's header (`practice` knows where the lab will be; `verify`'s
+/// labs have no such place).
 pub fn build(
     repo: &CourseRepo,
     manifest: &Manifest,
     checkpoint: &Checkpoint,
     handout: &Handout,
     dest: &Path,
+    pointer: Option<&LabPointer<'_>>,
 ) -> Result<Written> {
     let git = &repo.git;
     let base = checkpoint.base(manifest.mode);
@@ -56,7 +60,7 @@ pub fn build(
             .map_err(|refusal| refused(&refusal, &base_name, test))?;
     }
 
-    let with_header = chapter::guide_with_header(manifest, checkpoint, &handout.guide);
+    let with_header = say::guide_with_header(manifest, checkpoint, pointer, &handout.guide);
     let handed_out = std::iter::once((chapter::GUIDE_FILE, with_header.as_str())).chain(
         handout
             .tutor

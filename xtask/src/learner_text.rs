@@ -304,15 +304,7 @@ pub fn practice_ready(chapter: &str, title: &str, dir: &str) -> String {
     format!("第 {chapter} 章（{title}）的练习文件夹已就绪：{dir}")
 }
 
-/// The base commit, by its id only: its subject is author material (a
-/// re-cut's "Restore …" commit). See [`practice_start`].
-pub fn practice_base(short: &str, _subject: &str, files: usize, symlinks: usize) -> String {
-    format!("起点：提交 {short}（{files} 个文件，{symlinks} 个符号链接）")
-}
-
-/// The base, named by what it is (e.g. "第 02 章的终点"). `practice.rs`
-/// calls this instead of [`practice_base`] from the merge on.
-#[allow(dead_code)]
+/// The base, named by what it is (e.g. "第 02 章的终点").
 pub fn practice_start(
     id: ChapterId,
     mode: Mode,

@@ -61,18 +61,7 @@ impl CommitInfo {
 pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     let prefix = id.commit_prefix();
     let target = find_target(repo, prefix.as_bytes())?.ok_or_else(|| {
-        let mut message = format!("no commit reachable from HEAD has a subject starting with `{prefix}`");
-        if repo.is_shallow() {
-            message.push_str(
-                ": this is a shallow clone, so the checkpoint may lie beyond its history; \
-                 fetch the full history with `git fetch --unshallow` and try again",
-            );
-        } else {
-            message.push_str(&format!(
-                ": cut chapter {id}'s checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
-            ));
-        }
-        Error::bad_input(message)
+        Error::bad_input(crate::learner_text::no_checkpoint_commit(id, repo.is_shallow()))
     })?;
     let parent = match target.parent_count() {
         0 if repo.is_shallow() => {

@@ -92,7 +92,20 @@ fn create(
     // staging folder goes first, then the parent folders that held it.
     let parents = destination.create_parents()?;
     let staging = destination.staging()?;
-    let written = lab::build(repo, manifest, checkpoint, handout, &staging.content())?;
+    let root = shell_word(&repo.root.display().to_string());
+    let lab_from_root = shell_word(&relative_or_absolute(&destination.path, &repo.root));
+    let pointer = say::LabPointer {
+        root: &root,
+        lab_from_root: &lab_from_root,
+    };
+    let written = lab::build(
+        repo,
+        manifest,
+        checkpoint,
+        handout,
+        &staging.content(),
+        Some(&pointer),
+    )?;
     let excluded = match pattern {
         Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
         None => None,
@@ -124,9 +137,10 @@ fn print_next_steps(
     )?;
     outln!(
         "  {}",
-        say::practice_base(
+        say::practice_start(
+            manifest.id,
+            manifest.mode,
             &base.short,
-            &escape_control(&base.subject),
             written.files,
             written.symlinks
         )

@@ -38,9 +38,8 @@ impl CourseRepo {
     /// directory), so the tool works from any subfolder.
     pub fn discover(start: &Path) -> Result<Self> {
         let git = Repository::discover(start).map_err(|error| match error.code() {
-            ErrorCode::NotFound => Error::bad_input(format!(
-                "{} is not inside a git repository: run xtask from inside the course repository",
-                start.display()
+            ErrorCode::NotFound => Error::bad_input(crate::learner_text::not_in_repository(
+                &start.display().to_string(),
             )),
             ErrorCode::Owner => Error::bad_input(format!(
                 "the repository at {} is owned by another user, so git refuses to open it; \
@@ -67,10 +66,19 @@ impl CourseRepo {
             Ok(_) => false,
             Err(error) => matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound),
         };
-        if head_is_unborn || git.is_empty().unwrap_or(false) {
-            return Err(Error::bad_input(format!(
-                "the repository at {} has no commits yet: commit the course (with its course(NN): checkpoints) first",
-                root.display()
+        let empty = git.is_empty().unwrap_or(false);
+        if head_is_unborn && !empty {
+            let branch = git
+                .find_reference("HEAD")
+                .ok()
+                .and_then(|head| head.symbolic_target().ok().flatten().map(str::to_string))
+                .unwrap_or_else(|| "HEAD".to_string());
+            let branch = branch.strip_prefix("refs/heads/").unwrap_or(&branch);
+            return Err(Error::bad_input(crate::learner_text::unborn_head(branch)));
+        }
+        if head_is_unborn || empty {
+            return Err(Error::bad_input(crate::learner_text::repository_without_commits(
+                &root.display().to_string(),
             )));
         }
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());

@@ -131,7 +131,12 @@ impl Drop for Deferred {
 }
 
 fn exit_now(signal: i32) -> ! {
-    let _ = writeln!(std::io::stderr(), "error: {}", Error::interrupted(signal));
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}{}",
+        crate::learner_text::error_prefix(),
+        Error::interrupted(signal)
+    );
     std::process::exit(i32::from(Error::interrupted(signal).exit_code()))
 }
 

@@ -194,10 +194,10 @@ fn hints_climb_one_rung_at_a_time() {
 
     fixture
         .xtask(&["hint", "01", "--step", "9.9"])
-        .fails_with(2, &["no step 9.9", "valid steps are 1.1, 1.2"]);
+        .fails_with(2, &["没有步骤 9.9", "1.1、1.2"]);
     let level = fixture.xtask(&["hint", "01", "--level", "5"]);
     assert_eq!(level.code, 2);
-    assert!(level.stderr.contains("1..=4"), "{}", level.stderr);
+    assert!(level.stderr.contains("1 到 4"), "{}", level.stderr);
 
     fixture.write("checkpoints/01/hints.md", "## 1.1\n### 1\nonly one\n");
     fixture
@@ -323,7 +323,7 @@ fn hints_are_never_read_through_a_symlink_and_a_step_is_written_once() {
     .unwrap();
     fixture.symlink(outside.to_str().unwrap(), "checkpoints/01/hints.md");
     let run = fixture.xtask(&["hint", "01"]);
-    run.fails_with(2, &["hints.md", "symlink"]);
+    run.fails_with(2, &["hints.md", "符号链接"]);
     assert!(!run.stdout.contains("SECRET"));
 
     fs::remove_file(fixture.root().join("checkpoints/01/hints.md")).unwrap();
@@ -331,7 +331,7 @@ fn hints_are_never_read_through_a_symlink_and_a_step_is_written_once() {
     fixture.write("checkpoints/01/hints.md", twice);
     fixture
         .xtask(&["hint", "01"])
-        .fails_with(2, &["hints.md:10", "step `1.1` has hints already"]);
+        .fails_with(2, &["hints.md 第 10 行", "1.1"]);
 }
 
 #[test]

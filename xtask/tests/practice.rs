@@ -411,7 +411,7 @@ fn a_focused_test_missing_at_the_target_leaves_no_folder() {
     let before = snapshot(fixture.root());
     fixture
         .xtask(&["practice", "03", "lab"])
-        .fails_with(2, &["`course/tests/missing.rs`", "does not have"]);
+        .fails_with(2, &["`course/tests/missing.rs`", "不存在"]);
     assert_eq!(
         snapshot(fixture.root()),
         before,

@@ -529,10 +529,6 @@ fn head_through_another_symbolic_ref_gets_a_true_message() {
 }
 
 #[test]
-#[ignore = "CourseRepo::discover (repo.rs, hw-fs) answers an unborn HEAD with \
-            'the repository has no commits yet' before recut runs, which is false \
-            when other branches have commits; recut's own message is unit-tested \
-            in recut::preflight"]
 fn an_unborn_branch_gets_a_true_message() {
     let fixture = course();
     fixture.repo.set_head("refs/heads/fresh").unwrap();

@@ -15,7 +15,6 @@ pub fn current_dir_unreadable(error: &std::io::Error) -> String {
 }
 
 /// `start` is not inside a git repository. `repo.rs` raises it.
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn not_in_repository(start: &str) -> String {
     pick(
         || format!("{start} 不在 git 仓库里：cargo xtask 要在课程仓库里运行（先 cd 到课程仓库）"),
@@ -28,13 +27,29 @@ pub fn not_in_repository(start: &str) -> String {
 }
 
 /// The repository has no commits. `repo.rs` raises it.
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn repository_without_commits(root: &str) -> String {
     pick(
         || format!("{root} 的仓库还没有任何提交：这不是课程仓库，请在课程仓库里运行"),
         || {
             format!(
                 "the repository at {root} has no commits yet: commit the course (with its course(NN): checkpoints) first"
+            )
+        },
+    )
+}
+
+/// HEAD is a branch with no commits while other branches have some.
+pub fn unborn_head(branch: &str) -> String {
+    pick(
+        || {
+            format!(
+                "当前分支 `{branch}` 还没有任何提交：切换到存放课程历史的分支（例如 `git switch main`）再运行"
+            )
+        },
+        || {
+            format!(
+                "HEAD is on `{branch}`, which has no commits yet: switch to the branch holding \
+                 the course's history (e.g. `git switch main`); nothing was changed"
             )
         },
     )
@@ -64,7 +79,6 @@ pub fn unknown_chapter(id: ChapterId, known: &[String], checkpoints_dir: &str) -
 }
 
 /// No `course(NN):` commit reachable from HEAD. `locate.rs` raises it.
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn no_checkpoint_commit(id: ChapterId, shallow: bool) -> String {
     let prefix = id.commit_prefix();
     pick(
@@ -224,7 +238,6 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
 
 /// The run was stopped by `signal`. `error.rs` (`Error::interrupted`) and
 /// `signals.rs` (its exit line, after [`error_prefix`]) say it with this.
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn interrupted(signal: i32) -> String {
     let (zh, en) = match signal {
         libc::SIGINT => ("Ctrl-C", "SIGINT (Ctrl-C)"),
@@ -267,7 +280,6 @@ fn io_kind(error: &std::io::Error) -> &'static str {
 
 /// DIR of `practice` is not empty. `destination.rs` raises it, and the
 /// refusals below.
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_not_empty(dir: &str) -> String {
     pick(
         || {
@@ -283,7 +295,6 @@ pub fn dir_not_empty(dir: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_not_a_folder(dir: &str) -> String {
     pick(
         || format!("{dir} 已经存在，而且不是文件夹：换一个新的文件夹名；什么都没有改动"),
@@ -295,7 +306,6 @@ pub fn dir_not_a_folder(dir: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_in_git(dir: &str) -> String {
     pick(
         || {
@@ -312,7 +322,6 @@ pub fn dir_in_git(dir: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_is_current(dir: &str) -> String {
     pick(
         || format!("{dir} 就是当前目录：换一个新文件夹来练习（例如 `lab`）；什么都没有改动"),
@@ -325,7 +334,6 @@ pub fn dir_is_current(dir: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // raised by shared code from the merge on (see the doc above)
 pub fn dir_is_repository(dir: &str) -> String {
     pick(
         || {

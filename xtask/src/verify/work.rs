@@ -99,6 +99,7 @@ impl<'a> Work<'a> {
             &chapter.checkpoint,
             &chapter.handout,
             &dir,
+            None,
         )?;
         Ok(dir)
     }
