@@ -640,7 +640,7 @@ fn a_full_stdout_is_reported_after_a_complete_re_cut() {
     recut.stdout(fs::OpenOptions::new().write(true).open(full).unwrap());
     let run = run(recut);
 
-    run.fails_with(1, &["cannot write to standard output"]);
+    run.fails_with(3, &["cannot write to standard output"]);
     one_line_saying(&run, AT_NEW);
     assert_eq!(fixture.rev("HEAD~2"), old_head);
     all_at_head(&fixture);

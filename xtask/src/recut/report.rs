@@ -40,9 +40,16 @@ impl Output {
         let _ = out::write_line(args);
     }
 
-    /// The report's own verdict on its output: none of its own (see [`out`]).
+    /// The report's verdict on its output: a closed pipe is no error; a
+    /// lost report (a full stdout) is exit 3, saying where everything is.
     pub fn finish(self) -> Result<()> {
-        Ok(())
+        match out::stdout_lost() {
+            Some(error) => Err(Error::environment(format!(
+                "the re-cut is complete ({AT_NEW}), but its report could not be written: \
+                 cannot write to standard output: {error}"
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
