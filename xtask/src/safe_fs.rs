@@ -491,7 +491,32 @@ mod tests {
             Reason::Io(io::Error::from(io::ErrorKind::PermissionDenied)),
         );
         assert_eq!(Error::from(refusal).exit_code(), 3);
-        let refusal = Refusal::new(PathBuf::from("x"), Reason::Symlink);
-        assert_eq!(Error::from(refusal).exit_code(), 2);
+        let missing = Reason::Io(io::Error::from(io::ErrorKind::NotFound));
+        for reason in [Reason::Symlink, Reason::NotAFile, missing] {
+            let refusal = Refusal::new(PathBuf::from("x"), reason);
+            assert_eq!(Error::from(refusal).exit_code(), 2);
+        }
+        assert!(!Refusal::new(PathBuf::from("x"), Reason::Folder).is_symlink());
+    }
+
+    #[test]
+    fn folders_are_made_and_removals_touch_only_what_is_there() {
+        let (_holder, root, _) = setup();
+        let made = folder_inside(&root, Path::new("a/b")).unwrap();
+        assert_eq!(made, root.join("a/b"));
+        assert!(made.is_dir());
+        assert!(
+            folder_inside(&root, Path::new("link/b"))
+                .unwrap_err()
+                .is_symlink()
+        );
+        // A missing file in an existing folder is no error; a folder is
+        // never removed.
+        remove_inside(&root, Path::new("real/missing")).unwrap();
+        let refusal = remove_inside(&root, Path::new("real")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::Folder), "{refusal}");
+        assert!(root.join("real/file").is_file());
+        remove_inside(&root, Path::new("real/file")).unwrap();
+        assert!(!root.join("real/file").exists());
     }
 }
