@@ -39,6 +39,7 @@ use crate::out::{self, display_path, noteln, out, outln, shell_word};
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
 use crate::safe_fs;
+use crate::signals;
 use crate::tree;
 use crate::watch::{self, Watcher};
 
@@ -146,8 +147,12 @@ impl cli::Check {
             let printed = self.print(&position);
             return verdict(&position, printed);
         }
+        // Ctrl-C is recorded, not fatal, so it ends the loop with its one
+        // line on stderr (and the exit code 128 + signal) between runs too.
+        let _section = signals::defer();
         let mut watcher = Watcher::new(&lab);
         loop {
+            signals::check()?;
             if !lab.is_dir() {
                 return Err(Error::bad_input(say::lab_vanished(&display_path(&lab))));
             }
@@ -165,7 +170,8 @@ impl cli::Check {
                     out::flush()
                 });
             }
-            if printed.is_err() {
+            // Nobody reads the reports any more (`check --watch | head`).
+            if printed.is_err() || out::stdout_failed() {
                 return verdict(&position, printed);
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
@@ -202,12 +208,13 @@ impl cli::Check {
             position.output = lab_dir::restore_hint(repo, manifest, lab);
             return Ok(position);
         }
-        let target = safe_fs::folder_inside(lab, Path::new("target")).map_err(|refusal| {
-            Error::bad_input(say::lab_target_refused(
-                &lab.display().to_string(),
-                &refusal_text(&refusal),
-            ))
-        })?;
+        let target =
+            safe_fs::folder_inside(lab, Path::new(crate::repo::TARGET_DIR)).map_err(|refusal| {
+                Error::bad_input(say::lab_target_refused(
+                    &lab.display().to_string(),
+                    &refusal_text(&refusal),
+                ))
+            })?;
         freshness::age_fingerprints(lab, &target)?;
         let mut builds = Builds::default();
         let mut runs = Vec::new();

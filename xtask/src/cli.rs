@@ -12,7 +12,7 @@ use crate::manifest::ChapterId;
 
 /// Seconds one run may take before its process tree is stopped, unless
 /// `--timeout` says otherwise.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+pub use crate::runner::DEFAULT_TIMEOUT_SECS;
 
 /// The course's checkpoint tooling: locate, practise, check, compare and
 /// verify chapters.

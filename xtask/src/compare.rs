@@ -92,7 +92,7 @@ impl cli::Compare {
             extra: &[],
             // check finds the course repository from where it runs.
             dir: &repo.root,
-            target_dir: &lab.join("target"),
+            target_dir: &lab.join(crate::repo::TARGET_DIR),
             timeout: self.limit.duration().saturating_mul(runs.saturating_add(1)),
         }
         .run()?;

@@ -20,8 +20,8 @@ use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use tempfile::TempDir;
 
-use crate::learner_text as say;
 use crate::error::{self, Error, Result};
+use crate::learner_text as say;
 use crate::out;
 use crate::repo::CourseRepo;
 use crate::safe_fs::{self, Open};
@@ -313,7 +313,9 @@ fn check_empty_folder(dir: &Path) -> Result<()> {
     let mut entries =
         fs::read_dir(dir).map_err(error::io(format!("cannot read {}", dir.display())))?;
     if entries.next().is_some() {
-        return Err(Error::bad_input(say::dir_not_empty(&dir.display().to_string())));
+        return Err(Error::bad_input(say::dir_not_empty(
+            &dir.display().to_string(),
+        )));
     }
     Ok(())
 }

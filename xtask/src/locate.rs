@@ -61,7 +61,10 @@ impl CommitInfo {
 pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     let prefix = id.commit_prefix();
     let target = find_target(repo, prefix.as_bytes())?.ok_or_else(|| {
-        Error::bad_input(crate::learner_text::no_checkpoint_commit(id, repo.is_shallow()))
+        Error::bad_input(crate::learner_text::no_checkpoint_commit(
+            id,
+            repo.is_shallow(),
+        ))
     })?;
     let parent = match target.parent_count() {
         0 if repo.is_shallow() => {

@@ -71,6 +71,12 @@ fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>)
     Ok(())
 }
 
+/// True once a write to stdout failed (closed by its reader, or full): for
+/// a loop that only prints (`check --watch`) to stop.
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.get().is_some()
+}
+
 /// The first failed write to stdout, unless its reader only closed the
 /// pipe: for a command that must say what its lost report would have told.
 pub fn stdout_lost() -> Option<&'static io::Error> {

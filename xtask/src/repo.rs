@@ -77,9 +77,9 @@ impl CourseRepo {
             return Err(Error::bad_input(crate::learner_text::unborn_head(branch)));
         }
         if head_is_unborn || empty {
-            return Err(Error::bad_input(crate::learner_text::repository_without_commits(
-                &root.display().to_string(),
-            )));
+            return Err(Error::bad_input(
+                crate::learner_text::repository_without_commits(&root.display().to_string()),
+            ));
         }
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
         Ok(CourseRepo {

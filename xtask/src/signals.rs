@@ -81,7 +81,6 @@ pub fn received() -> Option<i32> {
 }
 
 /// True once one of the [`HANDLED`] signals arrived.
-#[allow(dead_code)] // for loops that stop on their own terms (verify, check --watch)
 pub fn interrupted() -> bool {
     received().is_some()
 }

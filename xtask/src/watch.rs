@@ -1,6 +1,7 @@
 //! Noticing edits in a practice folder by polling: no platform file-watcher,
 //! so it also works where inotify doesn't (network folders, WSL).
 
+use crate::signals;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::thread;
@@ -50,16 +51,21 @@ impl Watcher {
     }
 
     /// Waits for a change, then until the folder has been quiet for `quiet`.
-    /// Returns false if `deadline` passes with no change.
+    /// Returns false if `deadline` passes with no change, or a signal asked
+    /// the process to stop.
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
         while !self.changed() {
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            let late = deadline.is_some_and(|deadline| Instant::now() >= deadline);
+            if late || signals::interrupted() {
                 return false;
             }
             thread::sleep(poll);
         }
         let mut last_change = Instant::now();
         loop {
+            if signals::interrupted() {
+                return false;
+            }
             thread::sleep(poll.min(quiet));
             if self.changed() {
                 last_change = Instant::now();
@@ -86,7 +92,8 @@ fn is_ignored(root: &Path, path: &Path) -> bool {
     let Ok(relative) = path.strip_prefix(root) else {
         return false;
     };
-    relative == Path::new("target") || path.file_name().is_some_and(|name| name == ".git")
+    relative == Path::new(crate::repo::TARGET_DIR)
+        || path.file_name().is_some_and(|name| name == ".git")
 }
 
 #[cfg(test)]

@@ -530,7 +530,7 @@ fn dir_inside_git_the_current_folder_or_the_repository_is_refused() {
     ] {
         let run = xtask_in(&cwd, &["practice", "03", dir]);
         no_panic(&run.stderr);
-        run.fails_with(2, &[needle, "nothing was touched"]);
+        run.fails_with(2, &[needle, "什么都没有改动"]);
     }
     assert_eq!(snapshot(&root), before, "nothing touched");
     assert_eq!(fs::read_dir(&beside).unwrap().count(), beside_before);

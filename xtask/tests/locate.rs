@@ -220,7 +220,7 @@ fn a_missing_checkpoint_commit_says_how_to_cut_it() {
     fixture.write_manifest("05", &manifest("05", "x.rs", &[]));
     fixture
         .xtask(&["checkpoint", "05"])
-        .fails_with(2, &["`course(05):`", "cut chapter 05"]);
+        .fails_with(2, &["`course(05):`", "找不到第 05 章的提交"]);
 }
 
 #[test]
@@ -240,9 +240,9 @@ fn a_shallow_clone_explains_the_missing_checkpoint() {
     fixture.xtask(&["checkpoint", "03"]).fails_with(
         2,
         &[
-            "no commit reachable from HEAD",
+            "找不到第 03 章的提交",
             "`course(03):`",
-            "shallow",
+            "浅克隆",
             "git fetch --unshallow",
         ],
     );
@@ -267,7 +267,7 @@ fn an_empty_repository_is_bad_input() {
     let fixture = Fixture::empty();
     fixture
         .xtask(&["checkpoint", "03"])
-        .fails_with(2, &["no commits yet"]);
+        .fails_with(2, &["还没有任何提交"]);
     fixture.xtask(&["list"]).fails_with(2, &["no commits yet"]);
 }
 
@@ -275,9 +275,8 @@ fn an_empty_repository_is_bad_input() {
 fn outside_a_repository_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let run = xtask_in(dir.path(), &["checkpoint", "03"]);
-    run.fails_with(2, &["not inside a git repository"]);
-    xtask_in(dir.path(), &["practice", "03", "lab"])
-        .fails_with(2, &["not inside a git repository"]);
+    run.fails_with(2, &["不在 git 仓库里"]);
+    xtask_in(dir.path(), &["practice", "03", "lab"]).fails_with(2, &["不在 git 仓库里"]);
     assert!(
         common::snapshot(dir.path()).is_empty(),
         "nothing was written"

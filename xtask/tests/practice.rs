@@ -279,7 +279,7 @@ fn an_existing_folder_with_content_or_a_file_is_never_touched() {
 
     fixture
         .xtask(&["practice", "03", "lab"])
-        .fails_with(2, &["exists and is not empty", "nothing was touched"]);
+        .fails_with(2, &["已经存在，而且不是空的", "什么都没有改动"]);
     fixture
         .xtask(&["practice", "03", "file-lab"])
         .fails_with(2, &["is not a folder"]);

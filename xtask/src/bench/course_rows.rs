@@ -43,7 +43,7 @@ pub fn run(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
         command: &command,
         extra: &extra,
         dir: &repo.root,
-        target_dir: &safe_fs::folder_inside(&repo.root, Path::new("target"))?,
+        target_dir: &safe_fs::folder_inside(&repo.root, Path::new(crate::repo::TARGET_DIR))?,
         timeout: TIMEOUT,
     }
     .run()?;

@@ -116,7 +116,7 @@ struct Generated {
 }
 
 /// How long one benchmarked command may take.
-const TIMEOUT: Duration = Duration::from_secs(600);
+const TIMEOUT: Duration = crate::runner::DEFAULT_TIMEOUT;
 
 /// This very binary with `args`.
 fn xtask(args: &[&str]) -> Result<Vec<String>> {
@@ -141,7 +141,7 @@ fn timed(command: &[String], dir: &Path) -> Result<Duration> {
         command,
         extra: &[],
         dir,
-        target_dir: &dir.join("target"),
+        target_dir: &dir.join(crate::repo::TARGET_DIR),
         timeout: TIMEOUT,
     }
     .run()?;

@@ -36,8 +36,8 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             command: &manifest.run,
             extra: &[],
             dir: lab.path(),
-            target_dir: &safe_fs::folder_inside(lab.path(), Path::new("target"))?,
-            timeout: Duration::from_secs(600),
+            target_dir: &safe_fs::folder_inside(lab.path(), Path::new(crate::repo::TARGET_DIR))?,
+            timeout: crate::runner::DEFAULT_TIMEOUT,
         }
         .run()?;
         if !outcome.success {
@@ -59,7 +59,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
                 round + 1,
                 lab.path().display()
             );
-            let target = lab.path().join("target");
+            let target = lab.path().join(crate::repo::TARGET_DIR);
             if target.exists() {
                 fs::remove_dir_all(&target)
                     .map_err(error::io("cannot clear the practice target folder"))?;

@@ -27,7 +27,7 @@ pub fn branch(git: &Repository) -> Result<Branch> {
         .symbolic_target_bytes()
         .map(|name| String::from_utf8_lossy(name).into_owned())
     else {
-        let at = head.target().map(short).unwrap_or_default();
+        let at = head.target().map(crate::repo::short_id).unwrap_or_default();
         return Err(Error::bad_input(format!(
             "HEAD is detached (at {at}): recut appends to a branch, so switch to one first \
              (e.g. `git switch main`); {UNCHANGED}"
@@ -160,11 +160,6 @@ pub fn resolved_index(git: &Repository) -> Result<Index> {
     Ok(index)
 }
 
-/// `abc1234`, as `git log --oneline` shows a commit.
-pub fn short(id: git2::Oid) -> String {
-    id.to_string()[..7].to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +249,9 @@ mod tests {
 
         git.set_head_detached(head).unwrap();
         let error = branch(&git).unwrap_err().to_string();
-        assert!(error.contains(&format!("HEAD is detached (at {})", short(head))));
+        assert!(error.contains(&format!(
+            "HEAD is detached (at {})",
+            crate::repo::short_id(head)
+        )));
     }
 }

@@ -8,16 +8,15 @@
 //! `verify` still runs, and its verdict is the exit status.
 
 use std::fmt;
-use std::time::Duration;
 
 use git2::Repository;
 
 use super::Appended;
 use super::text::describe;
-use crate::cli::DEFAULT_TIMEOUT_SECS;
 use crate::error::{self, Error, Result};
 use crate::out::{self, noteln};
 use crate::repo::CourseRepo;
+use crate::runner::DEFAULT_TIMEOUT;
 use crate::signals;
 use crate::verify;
 
@@ -91,7 +90,7 @@ pub fn verify(output: &mut Output, repo: &CourseRepo) -> Result<()> {
     ));
     let options = verify::Options {
         ids: Vec::new(),
-        timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+        timeout: DEFAULT_TIMEOUT,
     };
     let verdict = verify::run(repo, &options).and_then(|report| report.show(false));
     let Err(error) = verdict else { return Ok(()) };

@@ -59,7 +59,7 @@ pub fn restore_command(short: &str, tree: &Tree<'_>) -> String {
 /// `abc1234 subject`, as `git log --oneline` shows a commit.
 pub fn describe(commit: &Commit<'_>) -> String {
     let subject = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default());
-    format!("{} {subject}", super::preflight::short(commit.id()))
+    format!("{} {subject}", crate::repo::short_id(commit.id()))
 }
 
 /// `prefix/name`, or `name` at the top.

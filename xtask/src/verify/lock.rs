@@ -173,8 +173,9 @@ fn parent_of(pid: u32) -> Option<u32> {
 
 /// Sends SIGKILL to `pid`; true when it was sent.
 fn kill(pid: i32) -> bool {
-    rustix::process::Pid::from_raw(pid)
-        .is_some_and(|pid| rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok())
+    rustix::process::Pid::from_raw(pid).is_some_and(|pid| {
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok()
+    })
 }
 
 /// A pause for killed processes to die (their environment then reads empty).

@@ -141,7 +141,11 @@ mod tests {
         let lost = || Err(Error::environment("cannot write to standard output"));
         let verdict = report(false).verdict(lost()).unwrap_err();
         assert_eq!(verdict.exit_code(), 1, "{verdict}");
-        assert!(report(true).verdict(lost()).is_err_and(|e| e.exit_code() == 3));
+        assert!(
+            report(true)
+                .verdict(lost())
+                .is_err_and(|e| e.exit_code() == 3)
+        );
         assert!(report(true).verdict(Ok(())).is_ok());
         assert!(!report(false).passed);
     }
