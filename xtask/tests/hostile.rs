@@ -522,11 +522,11 @@ fn dir_inside_git_the_current_folder_or_the_repository_is_refused() {
         (root.clone(), ".git/lab", ".git"),
         (root.clone(), "course/.GIT/lab", ".git"),
         (root.clone(), "gitlink/lab", ".git"),
-        (root.join("empty"), ".", "current folder"),
-        (root.join("empty"), "./", "current folder"),
-        (root.join("empty"), "..", "repository"),
-        (root.clone(), "..", "repository"),
-        (root.join("course/src"), "../..", "repository"),
+        (root.join("empty"), ".", "就是当前目录"),
+        (root.join("empty"), "./", "就是当前目录"),
+        (root.join("empty"), "..", "课程仓库本身"),
+        (root.clone(), "..", "课程仓库本身"),
+        (root.join("course/src"), "../..", "课程仓库本身"),
     ] {
         let run = xtask_in(&cwd, &["practice", "03", dir]);
         no_panic(&run.stderr);

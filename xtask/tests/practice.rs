@@ -282,7 +282,7 @@ fn an_existing_folder_with_content_or_a_file_is_never_touched() {
         .fails_with(2, &["已经存在，而且不是空的", "什么都没有改动"]);
     fixture
         .xtask(&["practice", "03", "file-lab"])
-        .fails_with(2, &["is not a folder"]);
+        .fails_with(2, &["已经存在，而且不是文件夹"]);
 
     assert_eq!(read(&fixture.root().join("lab/work.rs")), "my work\n");
     assert_eq!(read(&fixture.root().join("file-lab")), "not a folder\n");
