@@ -206,39 +206,9 @@ pub fn tiny_course_with(
     target_files: &[(&str, &str)],
     patch: impl FnOnce(&mut serde_json::Value),
 ) -> Fixture {
-    let fixture = Fixture::empty();
-    fixture.write(
-        "Cargo.toml",
-        "[workspace]\nmembers = [\"course\"]\nresolver = \"2\"\n",
-    );
-    fixture.write(
-        "course/Cargo.toml",
-        "[package]\nname = \"course\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
-    );
-    fixture.write(".gitignore", "/target\n");
-    for (path, content) in parent_files {
-        fixture.write(path, content);
-    }
-    fixture.commit("Skeleton");
-    for (path, content) in target_files {
-        fixture.write(path, content);
-    }
-    fixture.write("course/tests/focused.rs", FOCUSED);
-    fixture.commit("course(01): add and double");
-    let mut manifest = serde_json::json!({
-        "id": "01",
-        "title": "加法",
-        "focusedTest": "course/tests/focused.rs",
-        "teachingFiles": ["course/src/lib.rs"],
-        "run": ["cargo", "test", "-p", "course", "--test", "focused"],
-        "expectedTests": 2,
-        "red": ["unresolved import"],
-        "steps": [{"id": "1.1", "filter": "adds", "expectedTests": 1}],
-        "faults": [{"id": "subtracts", "file": "course/src/lib.rs", "find": "a + b", "replace": "a - b", "failingTest": "adds"}]
-    });
-    patch(&mut manifest);
-    fixture.write_manifest("01", &manifest.to_string());
-    fixture
+    let focused = [("course/tests/focused.rs", FOCUSED)];
+    let target: Vec<(&str, &str)> = target_files.iter().copied().chain(focused).collect();
+    tiny_course_own_focused(parent_files, &target, patch)
 }
 
 /// A chapter manifest with the required fields.
