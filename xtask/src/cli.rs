@@ -36,6 +36,16 @@ pub enum Command {
     Recut(Recut),
 }
 
+/// The command line as clap reads it: for a learner command, its help in
+/// the course's language ([`crate::learner_text::translate_help`]).
+pub fn command_for(audience: Audience, name: &str) -> clap::Command {
+    let command = Cli::command();
+    match audience {
+        Audience::Learner => crate::learner_text::translate_help(command, name),
+        Audience::Author => command,
+    }
+}
+
 /// Who the subcommand `name` speaks to: the learner commands speak the
 /// course's language, every other command (and no command) English.
 pub fn audience_of(name: &str) -> Audience {
@@ -170,11 +180,8 @@ pub struct Verify {
     /// Print the result table as JSON.
     #[arg(long)]
     pub json: bool,
-    // recut builds a `Verify` with a plain number (until it calls a verify
-    // API): this field becomes `#[command(flatten)] limit: Timeout` then.
-    /// Seconds one run may take before its whole process tree is stopped.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub limit: Timeout,
 }
 
 /// Measure the kit against the baselines a user would pick instead
@@ -210,7 +217,7 @@ pub struct Recut {
 impl Verify {
     /// How long one run may take before its process tree is stopped.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout)
+        self.limit.duration()
     }
 }
 

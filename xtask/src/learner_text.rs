@@ -20,9 +20,11 @@ use crate::locate::Checkpoint;
 use crate::manifest::{ChapterId, Manifest, Mode};
 
 mod arguments;
+mod help;
 mod shared;
 
 pub use arguments::argument_error;
+pub use help::translate_help;
 pub use shared::*;
 
 // --- Who reads ---

@@ -33,7 +33,7 @@ mod worlds;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -50,7 +50,10 @@ fn main() -> ExitCode {
         .unwrap_or_default();
     let audience = cli::audience_of(&name);
     say::set_audience(audience);
-    let cli = match Cli::try_parse() {
+    let parsed = cli::command_for(audience, &name)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => return argument_error(&error, &name, audience),
     };
