@@ -220,9 +220,24 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
+/// [`escape_control`] line by line: a multi-line report keeps its line
+/// breaks, and nothing else it holds can move the cursor.
+pub fn escape_control_lines(text: &str) -> String {
+    let lines: Vec<Cow<'_, str>> = text.split('\n').map(escape_control).collect();
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_line_by_line() {
+        assert_eq!(
+            escape_control_lines("a\u{1b}[2Jb\r\nc\td"),
+            "a\\u{1b}[2Jb\\r\nc\\td"
+        );
+    }
 
     #[test]
     fn shell_words_are_quoted_only_when_needed() {

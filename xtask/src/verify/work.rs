@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use super::Chapter;
 use super::lock::{self, Lock};
-use super::report::terminal_safe;
 use crate::error::{self, Error, Result};
 use crate::lab;
 use crate::libtest::{self, Report};
@@ -196,7 +195,7 @@ fn work_refused(repo: &CourseRepo, refusal: safe_fs::Refusal) -> Error {
 /// One progress line on stderr, its control characters escaped (a failing
 /// test's message can hold colour codes).
 pub(super) fn progress(id: ChapterId, message: &str) {
-    noteln!("[{id}] {}", terminal_safe(message));
+    noteln!("[{id}] {}", crate::out::escape_control_lines(message));
 }
 
 /// The last lines of a command's output.
