@@ -13,14 +13,24 @@
 //! - a run in which no test ran is red, whatever `expectedTests` says;
 //! - the exit status is the verdict even when stdout is closed.
 //!
-//! Compile errors come from cargo's JSON messages ([`libtest::parse_cargo`]):
-//! each is shown as rustc rendered it, under the teaching file where the fix
-//! goes — the first teaching file among its primary span, its other spans
-//! and its notes' spans; else the module the focused test imports the named
-//! item from; else, for a name the test cannot find, the crate root.
+//! Compile errors come from cargo's JSON messages
+//! ([`crate::libtest::parse_cargo`]): each is shown as rustc rendered it,
+//! under the teaching file where the fix goes — the first teaching file
+//! among its primary span, its other spans and its notes' spans; else the
+//! module the focused test imports the named item from; else, for a name
+//! the test cannot find, the crate root ([`trace`]).
+//!
+//! This module owns the command's flow (once, or again after every edit)
+//! and the position it reports. Finding the lab is [`lab_dir`]; whether its
+//! test files are the target's, [`tests_intact`]; running its commands,
+//! [`run`]; the position from their reports, [`judge`]; printing it,
+//! [`report`].
 
+mod judge;
 mod lab_dir;
 mod report;
+mod run;
+mod tests_intact;
 mod trace;
 
 use std::path::{Path, PathBuf};
@@ -30,17 +40,14 @@ use serde::Serialize;
 use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
-use crate::freshness::{self, Builds};
+use crate::freshness;
 use crate::learner_text as say;
-use crate::libtest::{self, Failure, Report};
-use crate::locate;
-use crate::manifest::{Manifest, Step};
-use crate::out::{self, display_path, noteln, out, outln, shell_word};
+use crate::libtest::Failure;
+use crate::manifest::Manifest;
+use crate::out::{self, display_path, noteln, out, outln};
 use crate::repo::CourseRepo;
-use crate::runner::{Captured, Invocation};
 use crate::safe_fs;
 use crate::signals;
-use crate::tree;
 use crate::watch::{self, Watcher};
 
 /// The learner's position, as `--json` prints it. Every field name and
@@ -128,14 +135,6 @@ struct StepStatus {
     green: bool,
 }
 
-/// One of the chapter's distinct runs and what it gave.
-struct RunResult<'m> {
-    command: &'m [String],
-    /// `None` when the run was skipped: its test file is not in the lab.
-    report: Option<Report>,
-    captured: Option<Captured>,
-}
-
 impl cli::Check {
     /// Runs the command: exit 0 only when the whole chapter passes. With
     /// `--watch` it reports again after every edit until interrupted.
@@ -201,7 +200,7 @@ impl cli::Check {
             lab_from_root: from_root(&repo.root, lab),
             unexplained: None,
         };
-        let (changed, verified) = changed_tests(repo, manifest, lab)?;
+        let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
         position.changed_tests = changed;
         position.tests_verified = verified;
         if !position.focused_test_present {
@@ -216,204 +215,16 @@ impl cli::Check {
                 ))
             })?;
         freshness::age_fingerprints(lab, &target)?;
-        let mut builds = Builds::default();
-        let mut runs = Vec::new();
-        for command in manifest.runs() {
-            let skipped = command != manifest.run.as_slice()
-                && manifest.steps.iter().all(|step| {
-                    step.run(manifest) != command || test_file_missing(step, &position)
-                });
-            let (report, captured) = if skipped {
-                (None, None)
-            } else {
-                let (report, captured) = self.run_cargo(lab, &target, command, &mut builds)?;
-                (Some(report), Some(captured))
-            };
-            runs.push(RunResult {
-                command,
-                report,
-                captured,
-            });
-        }
+        let runs = run::run_all(
+            manifest,
+            lab,
+            &target,
+            self.timeout(),
+            &position.changed_tests,
+        )?;
         self.judge(manifest, &mut position, &runs);
         Ok(position)
     }
-
-    /// Runs `command` in `lab` with cargo's JSON messages; when cargo
-    /// reused a local package from a build this check did not make, cleans
-    /// that package and runs once more (see [`freshness`]).
-    fn run_cargo(
-        &self,
-        lab: &Path,
-        target: &Path,
-        command: &[String],
-        builds: &mut Builds,
-    ) -> Result<(Report, Captured)> {
-        let (command, json) = with_json_messages(command);
-        let mut cleaned = false;
-        loop {
-            let captured = Invocation {
-                command: &command,
-                extra: &[],
-                dir: lab,
-                target_dir: target,
-                timeout: self.timeout(),
-            }
-            .run()?;
-            let report = if json {
-                let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
-                libtest::parse_cargo(&captured.stdout, stderr)
-            } else {
-                libtest::parse(&captured.output)
-            };
-            let reused = builds.reused(&report);
-            if reused.is_empty() || captured.timed_out {
-                return Ok((report, captured));
-            }
-            if cleaned {
-                return Err(Error::environment(say::still_reused(&reused.join(", "))));
-            }
-            for package in &reused {
-                let clean = ["cargo", "clean", "-p", package].map(String::from);
-                Invocation {
-                    command: &clean,
-                    extra: &[],
-                    dir: lab,
-                    target_dir: target,
-                    timeout: self.timeout(),
-                }
-                .run()?;
-            }
-            cleaned = true;
-        }
-    }
-
-    /// Fills in the position from the runs' reports.
-    fn judge(&self, manifest: &Manifest, position: &mut Position, runs: &[RunResult<'_>]) {
-        let report_of = |command: &[String]| {
-            runs.iter()
-                .find(|run| run.command == command)
-                .and_then(|run| run.report.as_ref())
-        };
-        let main = &runs[0];
-        let report = main.report.as_ref().expect("the focused run always runs");
-        let captured = main.captured.as_ref().expect("the focused run always runs");
-        position.timed_out = runs
-            .iter()
-            .filter_map(|run| run.captured.as_ref())
-            .any(|captured| captured.timed_out);
-        position.compiled = runs
-            .iter()
-            .filter_map(|run| run.report.as_ref())
-            .all(|report| report.compiled && report.ran);
-        position.passed = report.passed.len();
-        position.ran = report.passed.len() + report.failed.len();
-        position.errors = errors_at(manifest, &position.lab, runs);
-        position.steps = manifest
-            .steps
-            .iter()
-            .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
-            .collect();
-        (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
-        let focused_green = captured.success
-            && report.failed.is_empty()
-            && position.passed >= 1
-            && manifest
-                .expected_tests
-                .is_none_or(|count| position.passed == count);
-        let runs_green = runs
-            .iter()
-            .filter_map(|run| run.captured.as_ref())
-            .all(|captured| captured.success);
-        position.complete = focused_green
-            && runs_green
-            && !position.timed_out
-            && position.steps.iter().all(|step| step.green)
-            && position.changed_tests.is_empty()
-            && position.tests_verified;
-        position.output = runs
-            .iter()
-            .filter_map(|run| {
-                let text = &run.report.as_ref()?.text;
-                Some(if text.is_empty() {
-                    run.captured.as_ref()?.output.clone()
-                } else {
-                    text.clone()
-                })
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        position.unexplained = runs.iter().find_map(|run| {
-            let (report, captured) = (run.report.as_ref()?, run.captured.as_ref()?);
-            let unexplained = !captured.success
-                && !captured.timed_out
-                && report.failed.is_empty()
-                && report.errors.is_empty();
-            unexplained.then(|| {
-                if report.text.is_empty() {
-                    captured.output.clone()
-                } else {
-                    report.text.clone()
-                }
-            })
-        });
-        if self.json && self.verbose {
-            position.cargo_output = Some(position.output.clone());
-        }
-    }
-}
-
-/// Every compile error of the runs, once, with the teaching file where its
-/// fix goes.
-fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<ErrorAt> {
-    let imports = trace::imports(manifest, lab);
-    let mut errors: Vec<ErrorAt> = Vec::new();
-    for report in runs.iter().filter_map(|run| run.report.as_ref()) {
-        for error in &report.errors {
-            let seen = errors
-                .iter()
-                .any(|known| known.rendered == error.rendered && known.message == error.message);
-            if seen {
-                continue;
-            }
-            let teaching_file = trace::teaching_file_for(error, &manifest.teaching_files, &imports);
-            errors.push(ErrorAt {
-                message: error.message.clone(),
-                location: error.location.clone(),
-                teaching_file: teaching_file.map(|file| file.to_string()),
-                teaching_file_missing: teaching_file.is_some_and(|file| {
-                    safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
-                }),
-                rendered: error.rendered.clone(),
-            });
-        }
-    }
-    errors
-}
-
-/// The first failing test: the focused run's, else the first step run's
-/// (with that step's id).
-fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure>, Option<String>) {
-    let failed_in = |command: &[String]| {
-        runs.iter()
-            .find(|run| run.command == command)
-            .and_then(|run| run.report.as_ref())
-            .and_then(|report| report.failed.first())
-    };
-    if let Some(failure) = failed_in(&manifest.run) {
-        return (Some(failure.clone()), None);
-    }
-    manifest
-        .steps
-        .iter()
-        .filter(|step| step.run.is_some())
-        .find_map(|step| {
-            Some((
-                Some(failed_in(step.run(manifest))?.clone()),
-                Some(step.id.clone()),
-            ))
-        })
-        .unwrap_or((None, None))
 }
 
 /// The exit status is the verdict: red work fails the command even when its
@@ -424,68 +235,6 @@ fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
     } else {
         Err(Error::check_failed(say::not_complete(&position.chapter)))
     }
-}
-
-/// `command` with cargo's JSON messages asked for (before a `--`, so the
-/// flag is cargo's), and whether it was: only a cargo command gets it.
-fn with_json_messages(command: &[String]) -> (Vec<String>, bool) {
-    let mut command = command.to_vec();
-    let is_cargo = command.first().is_some_and(|program| {
-        Path::new(program)
-            .file_name()
-            .is_some_and(|name| name == "cargo")
-    });
-    if !is_cargo
-        || command
-            .iter()
-            .any(|arg| arg.starts_with("--message-format"))
-    {
-        return (command, false);
-    }
-    let at = command
-        .iter()
-        .position(|arg| arg == "--")
-        .unwrap_or(command.len());
-    command.insert(at, "--message-format=json".to_string());
-    (command, true)
-}
-
-/// The lab's test files from the target that are changed or missing, and
-/// whether the target could be read to tell.
-fn changed_tests(
-    repo: &CourseRepo,
-    manifest: &Manifest,
-    lab: &Path,
-) -> Result<(Vec<ChangedTest>, bool)> {
-    let Ok(checkpoint) = locate::locate(&repo.git, manifest.id) else {
-        return Ok((Vec::new(), false));
-    };
-    let target_tree = repo.tree_of(checkpoint.target.oid)?;
-    let mut changed = Vec::new();
-    let mut verified = true;
-    for test in manifest.lab_tests() {
-        let Some(expected) = tree::file_at(&repo.git, &target_tree, test.as_str())? else {
-            verified = false;
-            continue;
-        };
-        // A symlink or a folder in its place is no copy of the target's file.
-        let actual = safe_fs::read_inside(lab, Path::new(test.as_str()));
-        let missing = matches!(actual, Ok(None));
-        if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
-            let restore = format!(
-                "git -C {} show {}:{test} > {}",
-                shell_word(root_text(&repo.root).as_str()),
-                checkpoint.target.short,
-                shell_word(&test.under(lab).display().to_string()),
-            );
-            changed.push(ChangedTest {
-                path: test.to_string(),
-                missing,
-                restore,
-            });
-        }
-    }
-    Ok((changed, verified))
 }
 
 /// Why `safe_fs` refused a path, in the learner's language.
@@ -507,109 +256,5 @@ fn from_root(root: &Path, lab: &Path) -> String {
     match lab.strip_prefix(&root) {
         Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
         _ => lab.display().to_string(),
-    }
-}
-
-/// The repository root as the user would type it (no trailing `/`).
-fn root_text(root: &Path) -> String {
-    let text = root.display().to_string();
-    match text.trim_end_matches('/') {
-        "" => text,
-        trimmed => trimmed.to_string(),
-    }
-}
-
-fn test_file_missing(step: &Step, position: &Position) -> bool {
-    step.test_file.as_ref().is_some_and(|file| {
-        position
-            .changed_tests
-            .iter()
-            .any(|changed| changed.missing && changed.path == file.as_str())
-    })
-}
-
-/// A step is green when its tests ran (at least one), all passed, as many
-/// as it expects, and its own test file (if any) is the target's.
-fn step_status(
-    manifest: &Manifest,
-    step: &Step,
-    report: Option<&Report>,
-    position: &Position,
-) -> StepStatus {
-    let (passed, ran) = report.map_or((0, 0), |report| report.count(&step.filter));
-    let file_intact = step.test_file.as_ref().is_none_or(|file| {
-        !position
-            .changed_tests
-            .iter()
-            .any(|changed| changed.path == file.as_str())
-    });
-    StepStatus {
-        id: step.id.clone(),
-        title: step.title.clone(),
-        filter: step.filter.clone(),
-        own_run: step.run(manifest) != manifest.run.as_slice(),
-        passed,
-        ran,
-        expected: step.expected_tests,
-        green: ran >= 1 && passed == ran && passed == step.expected_tests && file_intact,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_step_in_which_no_test_ran_is_red_whatever_it_expects() {
-        let manifest: Manifest = serde_json::from_value(serde_json::json!({
-            "id": "01", "title": "t", "focusedTest": "t.rs", "teachingFiles": [],
-            "run": ["cargo", "test"],
-            "steps": [{"id": "1.1", "filter": "renamed", "expectedTests": 0}]
-        }))
-        .unwrap();
-        let position = Position {
-            chapter: String::new(),
-            title: String::new(),
-            focused_test_present: true,
-            changed_tests: Vec::new(),
-            tests_verified: true,
-            compiled: true,
-            timed_out: false,
-            errors: Vec::new(),
-            steps: Vec::new(),
-            first_failure: None,
-            first_failure_step: None,
-            passed: 0,
-            ran: 0,
-            expected: None,
-            complete: false,
-            cargo_output: None,
-            output: String::new(),
-            lab: PathBuf::new(),
-            lab_from_root: String::new(),
-            unexplained: None,
-        };
-        let report = Report {
-            passed: vec!["adds".to_string()],
-            ..Report::default()
-        };
-        let status = step_status(&manifest, &manifest.steps[0], Some(&report), &position);
-        assert_eq!((status.passed, status.ran, status.green), (0, 0, false));
-    }
-
-    #[test]
-    fn json_messages_are_asked_of_cargo_before_a_double_dash() {
-        let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(
-            with_json_messages(&words("cargo test -p course -- --nocapture")),
-            (
-                words("cargo test -p course --message-format=json -- --nocapture"),
-                true
-            )
-        );
-        assert_eq!(
-            with_json_messages(&words("make test")),
-            (words("make test"), false)
-        );
     }
 }

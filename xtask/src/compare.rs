@@ -106,6 +106,12 @@ impl cli::Compare {
             let message = message.strip_prefix(say::error_prefix()).unwrap_or(message);
             return Err(Error::bad_input(message.to_string()));
         };
+        Err(self.refusal(&id, &report))
+    }
+
+    /// Why compare refuses, from check's JSON `report` of an incomplete
+    /// chapter: what is still red, and how to look anyway.
+    fn refusal(&self, id: &str, report: &serde_json::Value) -> Error {
         let count = |key: &str| {
             report[key]
                 .as_u64()
@@ -124,12 +130,12 @@ impl cli::Compare {
             "cargo xtask compare {id} {} --anyway",
             shell_word(&self.dir.display().to_string())
         );
-        Err(Error::check_failed(say::compare_refused(
-            &id,
+        Error::check_failed(say::compare_refused(
+            id,
             &shell_word(&self.dir.display().to_string()),
             &verdict,
             &anyway,
-        )))
+        ))
     }
 }
 

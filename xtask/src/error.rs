@@ -56,7 +56,7 @@ impl Error {
     pub fn interrupted(signal: i32) -> Self {
         Error {
             kind: Kind::Interrupted(signal),
-            message: crate::learner_text::interrupted(signal),
+            message: crate::learner_text::basic::interrupted(signal),
         }
     }
 

@@ -61,8 +61,9 @@ impl CommitInfo {
 pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     let prefix = id.commit_prefix();
     let target = find_target(repo, prefix.as_bytes())?.ok_or_else(|| {
-        Error::bad_input(crate::learner_text::no_checkpoint_commit(
-            id,
+        Error::bad_input(crate::learner_text::basic::no_checkpoint_commit(
+            &id.to_string(),
+            &prefix,
             repo.is_shallow(),
         ))
     })?;

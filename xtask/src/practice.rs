@@ -116,14 +116,9 @@ fn create(
     Ok(Made { written, excluded })
 }
 
-fn print_next_steps(
-    manifest: &Manifest,
-    checkpoint: &Checkpoint,
-    dir: &Path,
-    root: &Path,
-    here: &Path,
-    made: &Made,
-) -> Result<()> {
+/// What `practice` made: the folder, where it starts, what was added to
+/// it, and what it left out.
+fn print_made(manifest: &Manifest, checkpoint: &Checkpoint, dir: &Path, made: &Made) -> Result<()> {
     let base = checkpoint.base(manifest.mode);
     let written = &made.written;
     let id = manifest.id.to_string();
@@ -165,6 +160,20 @@ fn print_next_steps(
             )
         )?;
     }
+    Ok(())
+}
+
+/// What `practice` made, then the learner's next steps.
+fn print_next_steps(
+    manifest: &Manifest,
+    checkpoint: &Checkpoint,
+    dir: &Path,
+    root: &Path,
+    here: &Path,
+    made: &Made,
+) -> Result<()> {
+    print_made(manifest, checkpoint, dir, made)?;
+    let id = manifest.id.to_string();
     let guide = format!(
         "{}/{}",
         relative_or_absolute(dir, here),

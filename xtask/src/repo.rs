@@ -38,7 +38,7 @@ impl CourseRepo {
     /// directory), so the tool works from any subfolder.
     pub fn discover(start: &Path) -> Result<Self> {
         let git = Repository::discover(start).map_err(|error| match error.code() {
-            ErrorCode::NotFound => Error::bad_input(crate::learner_text::not_in_repository(
+            ErrorCode::NotFound => Error::bad_input(crate::learner_text::basic::not_in_repository(
                 &start.display().to_string(),
             )),
             ErrorCode::Owner => Error::bad_input(format!(
@@ -74,11 +74,13 @@ impl CourseRepo {
                 .and_then(|head| head.symbolic_target().ok().flatten().map(str::to_string))
                 .unwrap_or_else(|| "HEAD".to_string());
             let branch = branch.strip_prefix("refs/heads/").unwrap_or(&branch);
-            return Err(Error::bad_input(crate::learner_text::unborn_head(branch)));
+            return Err(Error::bad_input(crate::learner_text::basic::unborn_head(
+                branch,
+            )));
         }
         if head_is_unborn || empty {
             return Err(Error::bad_input(
-                crate::learner_text::repository_without_commits(&root.display().to_string()),
+                crate::learner_text::basic::repository_without_commits(&root.display().to_string()),
             ));
         }
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());

@@ -93,55 +93,7 @@ impl Invocation<'_> {
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
         signals::check()?;
-        let (program, args) = self
-            .command
-            .split_first()
-            .ok_or_else(|| Error::bad_input("the manifest's `run` command is empty"))?;
-        let program: OsString = match (program.as_str(), std::env::var_os("CARGO")) {
-            ("cargo", Some(cargo)) => cargo,
-            _ => program.into(),
-        };
-        let target_dir = std::path::absolute(self.target_dir).map_err(|error| {
-            Error::bad_input(format!(
-                "cannot resolve the target folder {}: {error}",
-                self.target_dir.display()
-            ))
-        })?;
-        let mut command = Command::new(&program);
-        command
-            .args(args)
-            .args(self.extra)
-            .current_dir(self.dir)
-            .env("CARGO_TERM_COLOR", "never")
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .env_remove("CARGO_BUILD_TARGET_DIR")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command.spawn().map_err(|error| {
-            let why = if !self.dir.is_dir() {
-                format!(
-                    "the folder {} does not exist (any more)",
-                    self.dir.display()
-                )
-            } else if error.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "the program `{}` was not found: it comes from the chapter manifest's `run`; \
-                     install it or fix `run` in {}/NN/{}",
-                    program.to_string_lossy(),
-                    crate::repo::CHECKPOINTS_DIR,
-                    crate::chapter::MANIFEST_FILE
-                )
-            } else {
-                error.to_string()
-            };
-            Error::bad_input(format!(
-                "cannot run `{}` in {}: {why}",
-                self.display(),
-                self.dir.display()
-            ))
-        })?;
+        let mut child = self.spawn()?;
         let mut group = Group(Some(child.id()));
         let stdout = Drain::start(child.stdout.take());
         let stderr = Drain::start(child.stderr.take());
@@ -172,6 +124,60 @@ impl Invocation<'_> {
             output,
             stdout,
             timed_out,
+        })
+    }
+
+    /// Starts the command in a process group of its own, stdin empty and
+    /// both outputs piped, building in the absolute target folder.
+    fn spawn(&self) -> Result<Child> {
+        let (program, args) = self
+            .command
+            .split_first()
+            .ok_or_else(|| Error::bad_input("the manifest's `run` command is empty"))?;
+        let program: OsString = match (program.as_str(), std::env::var_os("CARGO")) {
+            ("cargo", Some(cargo)) => cargo,
+            _ => program.into(),
+        };
+        let target_dir = std::path::absolute(self.target_dir).map_err(|error| {
+            Error::bad_input(format!(
+                "cannot resolve the target folder {}: {error}",
+                self.target_dir.display()
+            ))
+        })?;
+        let mut command = Command::new(&program);
+        command
+            .args(args)
+            .args(self.extra)
+            .current_dir(self.dir)
+            .env("CARGO_TERM_COLOR", "never")
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        command.spawn().map_err(|error| {
+            let why = if !self.dir.is_dir() {
+                format!(
+                    "the folder {} does not exist (any more)",
+                    self.dir.display()
+                )
+            } else if error.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "the program `{}` was not found: it comes from the chapter manifest's `run`; \
+                     install it or fix `run` in {}/NN/{}",
+                    program.to_string_lossy(),
+                    crate::repo::CHECKPOINTS_DIR,
+                    crate::chapter::MANIFEST_FILE
+                )
+            } else {
+                error.to_string()
+            };
+            Error::bad_input(format!(
+                "cannot run `{}` in {}: {why}",
+                self.display(),
+                self.dir.display()
+            ))
         })
     }
 }

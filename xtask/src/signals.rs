@@ -133,7 +133,7 @@ fn exit_now(signal: i32) -> ! {
     let _ = writeln!(
         std::io::stderr(),
         "{}{}",
-        crate::learner_text::error_prefix(),
+        crate::learner_text::basic::error_prefix(),
         Error::interrupted(signal)
     );
     std::process::exit(i32::from(Error::interrupted(signal).exit_code()))

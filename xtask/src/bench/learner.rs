@@ -30,58 +30,11 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let finished = Lab::new(repo, &checkpoint)?;
     let bare = Lab::new(repo, &checkpoint)?;
     bare.hollow_out(manifest.focused_test.as_str())?;
-    let run = |lab: &Lab| -> Result<Duration> {
-        let started = Instant::now();
-        let outcome = Invocation {
-            command: &manifest.run,
-            extra: &[],
-            dir: lab.path(),
-            target_dir: &safe_fs::folder_inside(lab.path(), Path::new(crate::repo::TARGET_DIR))?,
-            timeout: crate::runner::DEFAULT_TIMEOUT,
-        }
-        .run()?;
-        if !outcome.success {
-            return Err(Error::check_failed(format!(
-                "the focused test failed in {}",
-                lab.path().display()
-            )));
-        }
-        Ok(started.elapsed())
-    };
     noteln!("bench: warming the registry for the learner loop …");
-    run(&finished)?;
-
-    let cold = |lab: &Lab| -> Result<Figure> {
-        let mut samples = Vec::new();
-        for round in 0..repeats {
-            noteln!(
-                "bench: cold build {} of {repeats} in {} …",
-                round + 1,
-                lab.path().display()
-            );
-            let target = lab.path().join(crate::repo::TARGET_DIR);
-            if target.exists() {
-                fs::remove_dir_all(&target)
-                    .map_err(error::io("cannot clear the practice target folder"))?;
-            }
-            samples.push(run(lab)?.as_secs_f64());
-        }
-        Ok(Figure::of(samples, Unit::Seconds))
-    };
-    let cold_finished = cold(&finished)?;
-    let cold_bare = cold(&bare)?;
-    let lab = finished.path();
-    let teaching = lab.join("course/src/types.rs");
-    let mut edits = Vec::new();
-    for round in 0..repeats.max(3) {
-        noteln!("bench: edit → result {} …", round + 1);
-        let mut source =
-            fs::read_to_string(&teaching).map_err(error::io("cannot read types.rs"))?;
-        source.push_str(&format!("\n// learner edit {round}\n"));
-        fs::write(&teaching, source).map_err(error::io("cannot edit types.rs"))?;
-        edits.push(run(&finished)?.as_secs_f64());
-    }
-    let edit = Figure::of(edits, Unit::Seconds);
+    run(&manifest.run, &finished)?;
+    let cold_finished = cold(&manifest.run, &finished, repeats)?;
+    let cold_bare = cold(&manifest.run, &bare, repeats)?;
+    let edit = edit_to_result(&manifest.run, &finished, repeats)?;
     Ok(vec![
         Row {
             workload: "learner cold build".into(),
@@ -102,6 +55,63 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             target: "≤ 1 s".into(),
         },
     ])
+}
+
+/// Runs the focused test in `lab`: how long it took, or an error when it
+/// failed.
+fn run(command: &[String], lab: &Lab) -> Result<Duration> {
+    let started = Instant::now();
+    let outcome = Invocation {
+        command,
+        extra: &[],
+        dir: lab.path(),
+        target_dir: &safe_fs::folder_inside(lab.path(), Path::new(crate::repo::TARGET_DIR))?,
+        timeout: crate::runner::DEFAULT_TIMEOUT,
+    }
+    .run()?;
+    if !outcome.success {
+        return Err(Error::check_failed(format!(
+            "the focused test failed in {}",
+            lab.path().display()
+        )));
+    }
+    Ok(started.elapsed())
+}
+
+/// `repeats` builds of the focused test in `lab`, each from an empty
+/// target folder.
+fn cold(command: &[String], lab: &Lab, repeats: usize) -> Result<Figure> {
+    let mut samples = Vec::new();
+    for round in 0..repeats {
+        noteln!(
+            "bench: cold build {} of {repeats} in {} …",
+            round + 1,
+            lab.path().display()
+        );
+        let target = lab.path().join(crate::repo::TARGET_DIR);
+        if target.exists() {
+            fs::remove_dir_all(&target)
+                .map_err(error::io("cannot clear the practice target folder"))?;
+        }
+        samples.push(run(command, lab)?.as_secs_f64());
+    }
+    Ok(Figure::of(samples, Unit::Seconds))
+}
+
+/// Edit → result: append a comment to a teaching file of the built `lab`
+/// and run the focused test again, at least three times.
+fn edit_to_result(command: &[String], lab: &Lab, repeats: usize) -> Result<Figure> {
+    let teaching = lab.path().join("course/src/types.rs");
+    let mut edits = Vec::new();
+    for round in 0..repeats.max(3) {
+        noteln!("bench: edit → result {} …", round + 1);
+        let mut source =
+            fs::read_to_string(&teaching).map_err(error::io("cannot read types.rs"))?;
+        source.push_str(&format!("\n// learner edit {round}\n"));
+        fs::write(&teaching, source).map_err(error::io("cannot edit types.rs"))?;
+        edits.push(run(command, lab)?.as_secs_f64());
+    }
+    Ok(Figure::of(edits, Unit::Seconds))
 }
 
 /// Chapter 03's target tree in a fresh folder, as a learner who finished it has it.

@@ -5,55 +5,7 @@
 use crate::manifest::ChapterId;
 use crate::safe_fs::{Reason, Refusal};
 
-use super::pick;
-
-pub fn current_dir_unreadable(error: &std::io::Error) -> String {
-    pick(
-        || format!("读不到当前目录（{}）：换到课程仓库里再运行", io_kind(error)),
-        || format!("cannot read the current directory: {error}"),
-    )
-}
-
-/// `start` is not inside a git repository. `repo.rs` raises it.
-pub fn not_in_repository(start: &str) -> String {
-    pick(
-        || format!("{start} 不在 git 仓库里：cargo xtask 要在课程仓库里运行（先 cd 到课程仓库）"),
-        || {
-            format!(
-                "{start} is not inside a git repository: run xtask from inside the course repository"
-            )
-        },
-    )
-}
-
-/// The repository has no commits. `repo.rs` raises it.
-pub fn repository_without_commits(root: &str) -> String {
-    pick(
-        || format!("{root} 的仓库还没有任何提交：这不是课程仓库，请在课程仓库里运行"),
-        || {
-            format!(
-                "the repository at {root} has no commits yet: commit the course (with its course(NN): checkpoints) first"
-            )
-        },
-    )
-}
-
-/// HEAD is a branch with no commits while other branches have some.
-pub fn unborn_head(branch: &str) -> String {
-    pick(
-        || {
-            format!(
-                "当前分支 `{branch}` 还没有任何提交：切换到存放课程历史的分支（例如 `git switch main`）再运行"
-            )
-        },
-        || {
-            format!(
-                "HEAD is on `{branch}`, which has no commits yet: switch to the branch holding \
-                 the course's history (e.g. `git switch main`); nothing was changed"
-            )
-        },
-    )
-}
+use super::basic::{io_kind, pick};
 
 /// No chapter folder `id`.
 pub fn unknown_chapter(id: ChapterId, known: &[String], checkpoints_dir: &str) -> String {
@@ -74,38 +26,6 @@ pub fn unknown_chapter(id: ChapterId, known: &[String], checkpoints_dir: &str) -
                     known.join(", ")
                 )
             }
-        },
-    )
-}
-
-/// No `course(NN):` commit reachable from HEAD. `locate.rs` raises it.
-pub fn no_checkpoint_commit(id: ChapterId, shallow: bool) -> String {
-    let prefix = id.commit_prefix();
-    pick(
-        || {
-            if shallow {
-                format!(
-                    "找不到第 {id} 章的提交（`{prefix}`）：这是一个浅克隆，历史不全；\
-                     运行 `git fetch --unshallow` 取回完整历史再试"
-                )
-            } else {
-                format!("找不到第 {id} 章的提交（`{prefix}`）：这一章还没有做好，请告诉课程作者")
-            }
-        },
-        || {
-            let mut message =
-                format!("no commit reachable from HEAD has a subject starting with `{prefix}`");
-            if shallow {
-                message.push_str(
-                    ": this is a shallow clone, so the checkpoint may lie beyond its history; \
-                     fetch the full history with `git fetch --unshallow` and try again",
-                );
-            } else {
-                message.push_str(&format!(
-                    ": cut chapter {id}'s checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
-                ));
-            }
-            message
         },
     )
 }
@@ -234,48 +154,6 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
             )
         },
     )
-}
-
-/// The run was stopped by `signal`. `error.rs` (`Error::interrupted`) and
-/// `signals.rs` (its exit line, after [`error_prefix`]) say it with this.
-pub fn interrupted(signal: i32) -> String {
-    let (zh, en) = match signal {
-        libc::SIGINT => ("Ctrl-C", "SIGINT (Ctrl-C)"),
-        libc::SIGTERM => ("SIGTERM", "SIGTERM"),
-        libc::SIGHUP => ("终端关闭（SIGHUP）", "SIGHUP (the terminal closed)"),
-        libc::SIGQUIT => ("Ctrl-\\（SIGQUIT）", "SIGQUIT (Ctrl-\\)"),
-        _ => ("", ""),
-    };
-    pick(
-        || {
-            let by = if zh.is_empty() {
-                format!("信号 {signal}")
-            } else {
-                zh.to_string()
-            };
-            format!("已被 {by} 中断：启动的进程都已结束，没有留下做了一半的东西")
-        },
-        || {
-            let by = if en.is_empty() {
-                format!("signal {signal}")
-            } else {
-                en.to_string()
-            };
-            format!("interrupted by {by}: stopped, leaving nothing running and nothing half made")
-        },
-    )
-}
-
-/// An I/O failure in words, for learners (the OS message is English).
-fn io_kind(error: &std::io::Error) -> &'static str {
-    use std::io::ErrorKind;
-    match error.kind() {
-        ErrorKind::NotFound => "不存在",
-        ErrorKind::PermissionDenied => "没有权限",
-        ErrorKind::StorageFull => "磁盘已满",
-        ErrorKind::ReadOnlyFilesystem => "只读文件系统",
-        _ => "系统错误",
-    }
 }
 
 /// DIR of `practice` is not empty. `destination.rs` raises it, and the

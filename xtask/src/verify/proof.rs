@@ -4,10 +4,21 @@
 
 use std::time::Instant;
 
-use super::report::ProofResult;
+use serde::Serialize;
+
 use super::work::{Work, progress};
 use super::{Chapter, faults, labs, leak};
 use crate::error::Result;
+
+/// What one proof found for one chapter: one cell of verify's table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofResult {
+    pub proof: &'static str,
+    pub passed: bool,
+    pub seconds: f64,
+    /// What was proven, or why it failed.
+    pub detail: String,
+}
 
 /// What a proof's function returns: what was proven, or why it failed.
 type Prove = fn(&Work, &Chapter) -> Result<String>;

@@ -5,20 +5,10 @@
 
 use serde::Serialize;
 
-use super::proof::PROOFS;
+use super::proof::{PROOFS, ProofResult};
 use crate::error::{Error, Result};
 use crate::manifest::ChapterId;
 use crate::out::{self, outln};
-
-/// One cell of the table.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProofResult {
-    pub proof: &'static str,
-    pub passed: bool,
-    pub seconds: f64,
-    /// What was proven, or why it failed.
-    pub detail: String,
-}
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,150 @@
+//! Running the chapter's commands in the lab: each distinct run once (a
+//! step's own run is skipped while its test file is missing), with cargo's
+//! JSON messages, and once more after cleaning a local package cargo
+//! reused from a build this check did not make ([`crate::freshness`]).
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::ChangedTest;
+use super::tests_intact;
+use crate::error::{Error, Result};
+use crate::freshness::Builds;
+use crate::learner_text as say;
+use crate::libtest::{self, Report};
+use crate::manifest::Manifest;
+use crate::runner::{Captured, Invocation};
+
+/// One of the chapter's distinct runs and what it gave.
+pub(super) struct RunResult<'m> {
+    pub(super) command: &'m [String],
+    /// `None` when the run was skipped: its test file is not in the lab.
+    pub(super) report: Option<Report>,
+    pub(super) captured: Option<Captured>,
+}
+
+/// Runs the chapter's distinct commands in `lab`, building in `target`;
+/// the focused run always runs (it comes first), a step's own run only
+/// while some step that uses it still has its test file.
+pub(super) fn run_all<'m>(
+    manifest: &'m Manifest,
+    lab: &Path,
+    target: &Path,
+    timeout: Duration,
+    changed: &[ChangedTest],
+) -> Result<Vec<RunResult<'m>>> {
+    let mut builds = Builds::default();
+    let mut runs = Vec::new();
+    for command in manifest.runs() {
+        let skipped = command != manifest.run.as_slice()
+            && manifest.steps.iter().all(|step| {
+                step.run(manifest) != command || tests_intact::test_file_missing(step, changed)
+            });
+        let (report, captured) = if skipped {
+            (None, None)
+        } else {
+            let (report, captured) = run_cargo(lab, target, command, timeout, &mut builds)?;
+            (Some(report), Some(captured))
+        };
+        runs.push(RunResult {
+            command,
+            report,
+            captured,
+        });
+    }
+    Ok(runs)
+}
+
+/// Runs `command` in `lab` with cargo's JSON messages; when cargo
+/// reused a local package from a build this check did not make, cleans
+/// that package and runs once more (see [`crate::freshness`]).
+fn run_cargo(
+    lab: &Path,
+    target: &Path,
+    command: &[String],
+    timeout: Duration,
+    builds: &mut Builds,
+) -> Result<(Report, Captured)> {
+    let (command, json) = with_json_messages(command);
+    let mut cleaned = false;
+    loop {
+        let captured = Invocation {
+            command: &command,
+            extra: &[],
+            dir: lab,
+            target_dir: target,
+            timeout,
+        }
+        .run()?;
+        let report = if json {
+            let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
+            libtest::parse_cargo(&captured.stdout, stderr)
+        } else {
+            libtest::parse(&captured.output)
+        };
+        let reused = builds.reused(&report);
+        if reused.is_empty() || captured.timed_out {
+            return Ok((report, captured));
+        }
+        if cleaned {
+            return Err(Error::environment(say::still_reused(&reused.join(", "))));
+        }
+        for package in &reused {
+            let clean = ["cargo", "clean", "-p", package].map(String::from);
+            Invocation {
+                command: &clean,
+                extra: &[],
+                dir: lab,
+                target_dir: target,
+                timeout,
+            }
+            .run()?;
+        }
+        cleaned = true;
+    }
+}
+
+/// `command` with cargo's JSON messages asked for (before a `--`, so the
+/// flag is cargo's), and whether it was: only a cargo command gets it.
+fn with_json_messages(command: &[String]) -> (Vec<String>, bool) {
+    let mut command = command.to_vec();
+    let is_cargo = command.first().is_some_and(|program| {
+        Path::new(program)
+            .file_name()
+            .is_some_and(|name| name == "cargo")
+    });
+    if !is_cargo
+        || command
+            .iter()
+            .any(|arg| arg.starts_with("--message-format"))
+    {
+        return (command, false);
+    }
+    let at = command
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(command.len());
+    command.insert(at, "--message-format=json".to_string());
+    (command, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_messages_are_asked_of_cargo_before_a_double_dash() {
+        let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            with_json_messages(&words("cargo test -p course -- --nocapture")),
+            (
+                words("cargo test -p course --message-format=json -- --nocapture"),
+                true
+            )
+        );
+        assert_eq!(
+            with_json_messages(&words("make test")),
+            (words("make test"), false)
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! `checkpoint`'s report, and where a chapter starts and ends named by
+//! what it is (the end of the chapter before it), which `practice` and the
+//! guide's header say too.
+
+use crate::manifest::{ChapterId, Mode};
+
+/// Where chapter `id` starts, named by what it is: the end of the chapter
+/// before it.
+pub fn chapter_start(id: ChapterId) -> String {
+    match previous_chapter(id) {
+        Some(previous) => end_of(previous),
+        None => "课程的初始代码".to_string(),
+    }
+}
+
+/// Where a practice folder starts: the chapter's start (rebuild), or its
+/// end (observe).
+pub fn practice_from(id: ChapterId, mode: Mode) -> String {
+    match mode {
+        Mode::Rebuild => chapter_start(id),
+        Mode::Observe => end_of(id),
+    }
+}
+
+/// The chapter before `id` in the course's numbering (chapter NN starts
+/// where chapter NN-1 ends, whether or not this kit ports NN-1).
+fn previous_chapter(id: ChapterId) -> Option<ChapterId> {
+    let number: u8 = id.to_string().parse().ok()?;
+    number
+        .checked_sub(1)
+        .filter(|n| *n > 0)?
+        .to_string()
+        .parse()
+        .ok()
+}
+
+/// "The end of chapter NN".
+pub fn end_of(id: ChapterId) -> String {
+    format!("第 {id} 章的终点")
+}
+
+pub fn checkpoint_heading(id: ChapterId, title: &str, mode: Mode) -> String {
+    let mode = match mode {
+        Mode::Rebuild => "从起点开始，自己写出本章的代码",
+        Mode::Observe => "从终点开始，阅读本章写好的代码",
+    };
+    format!("第 {id} 章 · {title}（{mode}）")
+}
+
+/// One of the chapter's two commits: what it is, its short and full id.
+pub fn checkpoint_commit(role: &str, what: &str, short: &str, full: &str) -> String {
+    format!("  {role}：{what}，提交 {short}\n        {full}")
+}
+
+pub const START: &str = "起点";
+pub const END: &str = "终点";
+
+pub fn layer_changes(files: usize) -> String {
+    format!("本章改动 {files} 个文件：")
+}
+
+pub fn checkpoint_commands(focused_test: &str, practice: &str, run: &str) -> String {
+    format!(
+        "聚焦测试：{focused_test}\n\
+         开始练习：{practice}\n\
+         运行测试：在练习目录里 {run}"
+    )
+}
+
+/// The diff is the answer: ask for a prediction before showing how to see it.
+pub fn predict_then_diff(diff: &str) -> String {
+    format!(
+        "先预测，再看答案：上面这些文件各会加上什么、改掉什么？把你的预测写下来，\
+         做完练习之后再对照。然后查看：\n  {diff}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> ChapterId {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_chapter_starts_where_the_one_before_ends() {
+        assert_eq!(chapter_start(id("03")), "第 02 章的终点");
+        assert_eq!(chapter_start(id("10")), "第 09 章的终点");
+        assert_eq!(chapter_start(id("01")), "课程的初始代码");
+        assert_eq!(practice_from(id("03"), Mode::Observe), "第 03 章的终点");
+    }
+}

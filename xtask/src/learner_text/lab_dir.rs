@@ -1,0 +1,70 @@
+//! The lab folder a learner named (`check`, `compare`): not found, the
+//! repository itself, not a lab, or missing its focused test.
+
+/// The practice folders a learner may have meant, as a sentence; empty when
+/// there are none.
+fn labs_line(labs: &[String]) -> String {
+    if labs.is_empty() {
+        String::new()
+    } else {
+        format!("能看到的练习目录：{}。", labs.join("、"))
+    }
+}
+
+pub fn no_such_lab(dir: &str, chapter: &str, root: &str, labs: &[String]) -> String {
+    let missing = if labs.is_empty() {
+        format!("找不到练习目录 {dir}：当前目录和课程仓库根目录下都没有它，也没有别的练习目录。")
+    } else {
+        format!(
+            "找不到练习目录 {dir}：当前目录和课程仓库根目录下都没有它。{}",
+            labs_line(labs)
+        )
+    };
+    format!(
+        "{missing}要新建一个，在课程仓库根目录 {root} 运行 `cargo xtask practice {chapter} ./lab`"
+    )
+}
+
+pub fn is_the_repository(dir: &str, chapter: &str, labs: &[String]) -> String {
+    format!(
+        "{dir} 是课程仓库本身（或包含它），不是练习目录：只有 `cargo xtask practice {chapter} <目录>` \
+         建出的练习目录才能检查和对照。{}",
+        labs_line(labs)
+    )
+}
+
+pub fn not_a_lab(dir: &str, chapter: &str, labs: &[String]) -> String {
+    format!(
+        "{dir} 不是练习目录（里面没有 LEARNING.md 和 Cargo.toml）。{}\
+         要新建一个，在课程仓库根目录运行 `cargo xtask practice {chapter} ./lab`",
+        labs_line(labs)
+    )
+}
+
+pub fn focused_test_missing(test: &str, root: &str, target: &str, lab: &str) -> String {
+    format!(
+        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。把它恢复回来：\n    \
+         git -C '{root}' show {target}:{test} > '{lab}/{test}'"
+    )
+}
+
+pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {
+    format!(
+        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。\
+         这个仓库里找不到第 {chapter} 章的提交，无法直接恢复：先取回完整历史（`git fetch --unshallow`），\
+         或者用 `cargo xtask practice {chapter} <新目录>` 建一个新的练习目录"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lab_with_no_other_labs_is_not_missing_twice() {
+        let message = no_such_lab("lab", "03", "/course", &[]);
+        assert_eq!(message.matches("根目录下").count(), 1, "{message}");
+        let seen = no_such_lab("lab", "03", "/course", &["lab2".to_string()]);
+        assert!(seen.contains("能看到的练习目录：lab2。"), "{seen}");
+    }
+}
