@@ -21,13 +21,12 @@
 //! the test cannot find, the crate root ([`trace`]).
 //!
 //! This module owns the command's flow (once, or again after every edit)
-//! and the position it reports. Finding the lab is [`lab_dir`]; whether its
+//! and the position it reports. Finding the lab is [`crate::lab_dir`]; whether its
 //! test files are the target's, [`tests_intact`]; running its commands,
 //! [`run`]; the position from their reports, [`judge`]; printing it,
 //! [`report`].
 
 mod judge;
-mod lab_dir;
 mod report;
 mod run;
 mod tests_intact;
@@ -140,7 +139,7 @@ impl cli::Check {
     /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
-        let lab = lab_dir::find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
             let printed = self.print(&position);
@@ -204,7 +203,7 @@ impl cli::Check {
         position.changed_tests = changed;
         position.tests_verified = verified;
         if !position.focused_test_present {
-            position.output = lab_dir::restore_hint(repo, manifest, lab);
+            position.output = tests_intact::restore_hint(repo, manifest, lab);
             return Ok(position);
         }
         let target =

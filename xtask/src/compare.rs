@@ -9,7 +9,7 @@
 //! files are read without following a symlink.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use git2::{DiffOptions, Patch};
 
@@ -40,7 +40,7 @@ impl cli::Compare {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         let checkpoint = locate::locate(&repo.git, self.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let lab = find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
         if !self.anyway {
             self.require_complete(repo, &manifest, &lab)?;
         }
@@ -137,39 +137,6 @@ impl cli::Compare {
             &anyway,
         ))
     }
-}
-
-/// Resolves DIR against the current folder, then against the repository
-/// root (as `check` does); refuses the repository itself and folders that
-/// are not labs.
-fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
-    let here = std::env::current_dir().unwrap_or_default();
-    let root = repo
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| repo.root.clone());
-    let id = manifest.id.to_string();
-    let shown = dir.display().to_string();
-    let found = [here.join(dir), repo.root.join(dir)]
-        .into_iter()
-        .find(|candidate| candidate.is_dir())
-        .and_then(|candidate| candidate.canonicalize().ok());
-    let Some(lab) = found else {
-        return Err(Error::bad_input(say::no_such_lab(
-            &shown,
-            &id,
-            &root.display().to_string(),
-            &[],
-        )));
-    };
-    if lab == root || root.starts_with(&lab) {
-        return Err(Error::bad_input(say::is_the_repository(&shown, &id, &[])));
-    }
-    let is_lab = lab.join(chapter::GUIDE_FILE).is_file() && lab.join("Cargo.toml").is_file();
-    if !is_lab {
-        return Err(Error::bad_input(say::not_a_lab(&shown, &id, &[])));
-    }
-    Ok(lab)
 }
 
 /// The learner's copy of a teaching file, never read through a symlink.

@@ -14,6 +14,7 @@ mod exclude;
 mod freshness;
 mod hint;
 mod lab;
+mod lab_dir;
 mod learner_text;
 mod libtest;
 mod list;

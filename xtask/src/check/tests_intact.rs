@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::ChangedTest;
 use crate::error::Result;
+use crate::learner_text as say;
 use crate::locate;
 use crate::manifest::{Manifest, Step};
 use crate::out::shell_word;
@@ -74,4 +75,18 @@ pub(super) fn test_file_intact(step: &Step, changed: &[ChangedTest]) -> bool {
     step.test_file
         .as_ref()
         .is_none_or(|file| !changed.iter().any(|changed| changed.path == file.as_str()))
+}
+
+/// How to bring a deleted focused test back.
+pub(super) fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> String {
+    let test = &manifest.focused_test;
+    match locate::locate(&repo.git, manifest.id) {
+        Ok(checkpoint) => say::focused_test_missing(
+            test.as_str(),
+            &repo.root.display().to_string(),
+            &checkpoint.target.short,
+            &lab.display().to_string(),
+        ),
+        Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
+    }
 }

@@ -1,23 +1,21 @@
-//! Finding the lab DIR names, and how to bring its focused test back.
+//! Finding the lab a learner command is pointed at (`check NN DIR`,
+//! `compare NN DIR`): DIR against the current folder, then the repository
+//! root; the repository itself and folders that are not labs are refused.
 
 use std::path::{Path, PathBuf};
 
 use crate::chapter;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
-use crate::locate;
 use crate::manifest::Manifest;
 use crate::out::display_path;
 use crate::repo::CourseRepo;
 
 /// Resolves DIR against the current folder, then against the repository
 /// root; refuses the repository itself and folders that are not labs.
-pub(super) fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
+pub fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
     let here = std::env::current_dir().unwrap_or_default();
-    let root = repo
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| repo.root.clone());
+    let root = repo.canonical_root.clone();
     let id = manifest.id.to_string();
     let found = [here.join(dir), repo.root.join(dir)]
         .into_iter()
@@ -67,18 +65,4 @@ fn labs_in_sight(here: &Path, root: &Path) -> Vec<String> {
     labs.sort();
     labs.dedup();
     labs
-}
-
-/// How to bring a deleted focused test back.
-pub(super) fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> String {
-    let test = &manifest.focused_test;
-    match locate::locate(&repo.git, manifest.id) {
-        Ok(checkpoint) => say::focused_test_missing(
-            test.as_str(),
-            &repo.root.display().to_string(),
-            &checkpoint.target.short,
-            &lab.display().to_string(),
-        ),
-        Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
-    }
 }
