@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use git2::Repository;
 
 use crate::error::{Error, Result};
+use crate::learner_text as say;
 use crate::safe_fs::{self, Open, Refusal};
 use crate::signals;
 
@@ -42,19 +43,16 @@ pub fn pattern_for(relative: &Path) -> Result<Vec<u8>> {
     let mut pattern = Vec::new();
     for component in relative.components() {
         let Component::Normal(name) = component else {
-            return Err(Error::bad_input(format!(
-                "cannot exclude {}: not a plain path below the work tree",
-                relative.display()
+            return Err(Error::bad_input(say::exclude_not_plain(
+                &relative.display().to_string(),
             )));
         };
         pattern.push(b'/');
         for &byte in name.as_bytes() {
             match byte {
                 b'\n' => {
-                    return Err(Error::bad_input(format!(
-                        "the folder name {:?} contains a newline, which no git exclude pattern can \
-                         express: choose a name without one; nothing was touched",
-                        relative.display().to_string()
+                    return Err(Error::bad_input(say::exclude_newline(
+                        &relative.display().to_string(),
                     )));
                 }
                 b'\\' | b'*' | b'?' | b'[' => pattern.extend_from_slice(&[b'\\', byte]),
@@ -120,10 +118,12 @@ fn add_in(git_dir: &Path, pattern: &[u8], wait: Duration) -> Result<Excluded> {
 /// The error for a file of the git folder that cannot be used.
 fn refused(git_dir: &Path, refusal: Refusal) -> Error {
     let shown = git_dir.join(&refusal.at).display().to_string();
-    Error::from(refusal).context(format!(
-        "cannot use {shown} to keep the practice folder out of git (it must be a plain file \
-         or folder; remove or fix it and run again; nothing was touched)"
-    ))
+    let message = say::exclude_unusable(&shown, &say::refusal(&refusal));
+    if Error::from(refusal).exit_code() == 3 {
+        Error::environment(message)
+    } else {
+        Error::bad_input(message)
+    }
 }
 
 /// A lock file we created; removed when dropped. Never removes another's.
@@ -155,12 +155,9 @@ impl Lock {
             }
             signals::check()?;
             if started.elapsed() > wait {
-                return Err(Error::bad_input(format!(
-                    "{} has existed for {}s: another practice run is adding its folder to the exclude file; \
-                     if none is running, delete {} and run again",
-                    path.display(),
+                return Err(Error::bad_input(say::exclude_lock_stale(
+                    &path.display().to_string(),
                     wait.as_secs(),
-                    path.display()
                 )));
             }
             thread::sleep(Duration::from_millis(10));

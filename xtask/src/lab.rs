@@ -77,16 +77,12 @@ pub fn build(
 /// The error for a file the lab cannot take.
 fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
     if refusal.is_symlink() {
-        Error::bad_input(format!(
-            "the tree of {base} has a symlink at `{}`, on the way to {file}: refusing to write \
-             through it (nothing was written outside the practice folder, and no folder was made); \
-             a checkpoint's tree must not put a symlink where the chapter adds a file",
-            refusal.at.display()
+        Error::bad_input(say::lab_tree_symlink(
+            base,
+            &refusal.at.display().to_string(),
+            file,
         ))
     } else {
-        Error::bad_input(format!(
-            "cannot add {file} to the tree of {base}: {refusal}; \
-             the checkpoint's tree must leave room for it"
-        ))
+        Error::bad_input(say::lab_cannot_add(file, base, &say::refusal(refusal)))
     }
 }

@@ -20,6 +20,7 @@ use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -105,18 +106,31 @@ pub fn flush() -> Result<()> {
 }
 
 /// The verdict once stdout is flushed: `result` when the command failed
-/// (its own exit status stands), else an environment error (exit 3) when
-/// stdout was full or broken, since the report was lost. A pipe closed by
-/// its reader is no error.
+/// The command's verdict is the exit status, whatever happened to its
+/// output: a lost report (stdout full or broken) changes no verdict, it is
+/// said in one line on stderr, unless the command said it already
+/// ([`stdout_loss_reported`]). A pipe closed by its reader needs no word.
 fn with_stdout_verdict<T>(result: Result<T>) -> Result<T> {
     let _ = flush();
-    let value = result?;
-    match STDOUT_FAILED.get() {
-        Some(error) if error.kind() != io::ErrorKind::BrokenPipe => Err(Error::environment(
-            format!("cannot write to standard output: {error}"),
-        )),
-        _ => Ok(value),
+    if let Some(error) = stdout_lost()
+        && !LOSS_REPORTED.load(Ordering::Relaxed)
+    {
+        note(format_args!(
+            "{}{}",
+            crate::learner_text::basic::note_prefix(),
+            crate::learner_text::basic::report_lost(&error.to_string())
+        ));
     }
+    result
+}
+
+/// Set once a command has said itself that its report was lost.
+static LOSS_REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Tells [`with_stdout_verdict`] the command already said, in its own
+/// words, that its report could not be written.
+pub fn stdout_loss_reported() {
+    LOSS_REPORTED.store(true, Ordering::Relaxed);
 }
 
 /// A line on stderr. A closed stderr is ignored: there is nowhere left to

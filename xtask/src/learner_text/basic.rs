@@ -33,6 +33,24 @@ pub fn pick(zh: impl FnOnce() -> String, en: impl FnOnce() -> String) -> String 
     if for_learner() { zh() } else { en() }
 }
 
+/// The prefix of a note on stderr (not an error).
+pub fn note_prefix() -> &'static str {
+    if for_learner() { "注意：" } else { "note: " }
+}
+
+/// Standard output failed (full, or broken), so the report is lost; the
+/// command's verdict still stands in its exit status.
+pub fn report_lost(error: &str) -> String {
+    pick(
+        || format!("报告没能写到标准输出（{error}）；退出码仍是本次运行的结论"),
+        || {
+            format!(
+                "the report could not be written to standard output ({error}); the exit status is still the verdict"
+            )
+        },
+    )
+}
+
 /// The prefix of an error line on stderr.
 pub fn error_prefix() -> &'static str {
     if for_learner() {

@@ -227,3 +227,100 @@ pub fn dir_is_repository(dir: &str) -> String {
         },
     )
 }
+
+/// The base tree puts a symlink on the way to a file the lab adds. `lab.rs`
+/// raises it (for `practice` and `verify`).
+pub fn lab_tree_symlink(base: &str, at: &str, file: &str) -> String {
+    pick(
+        || {
+            format!(
+                "起点 {base} 的代码树在 `{at}` 放了一个符号链接，正挡在 {file} 的路上：xtask 不穿过它写入\
+                 （练习目录之外什么都没写，也没有建任何文件夹）；这是课程的问题，请告诉课程作者"
+            )
+        },
+        || {
+            format!(
+                "the tree of {base} has a symlink at `{at}`, on the way to {file}: refusing to write \
+                 through it (nothing was written outside the practice folder, and no folder was made); \
+                 a checkpoint's tree must not put a symlink where the chapter adds a file"
+            )
+        },
+    )
+}
+
+/// The base tree leaves no room for a file the lab adds. `lab.rs` raises it.
+pub fn lab_cannot_add(file: &str, base: &str, why: &str) -> String {
+    pick(
+        || {
+            format!(
+                "没法把 {file} 放进起点 {base} 的代码树（{why}）；这是课程的问题，请告诉课程作者"
+            )
+        },
+        || {
+            format!(
+                "cannot add {file} to the tree of {base}: {why}; the checkpoint's tree must leave room for it"
+            )
+        },
+    )
+}
+
+/// A file of the git folder `practice` needs (the exclude file, its lock)
+/// cannot be used. `exclude.rs` raises it.
+pub fn exclude_unusable(path: &str, why: &str) -> String {
+    pick(
+        || {
+            format!(
+                "没法用 {path} 把练习目录排除在 git 之外（{why}）：它必须是普通文件或文件夹；\
+                 删掉或修好它再运行；什么都没有改动"
+            )
+        },
+        || {
+            format!(
+                "cannot use {path} to keep the practice folder out of git ({why}): it must be a plain \
+                 file or folder; remove or fix it and run again; nothing was touched"
+            )
+        },
+    )
+}
+
+/// Another practice run holds the exclude file's lock (or one died holding it).
+pub fn exclude_lock_stale(lock: &str, secs: u64) -> String {
+    pick(
+        || {
+            format!(
+                "{lock} 已经存在 {secs} 秒：另一个 practice 正在把它的文件夹写进排除文件；\
+                 如果没有别的 practice 在运行，删掉 {lock} 再运行"
+            )
+        },
+        || {
+            format!(
+                "{lock} has existed for {secs}s: another practice run is adding its folder to the exclude file; \
+                 if none is running, delete {lock} and run again"
+            )
+        },
+    )
+}
+
+/// A practice folder whose name no exclude pattern can express.
+pub fn exclude_newline(name: &str) -> String {
+    pick(
+        || {
+            format!(
+                "文件夹名 {name:?} 里有换行符，git 的排除规则写不出这样的名字：换一个不带换行的名字；什么都没有改动"
+            )
+        },
+        || {
+            format!(
+                "the folder name {name:?} contains a newline, which no git exclude pattern can express: choose a name without one; nothing was touched"
+            )
+        },
+    )
+}
+
+/// A practice folder that is not a plain path below the work tree.
+pub fn exclude_not_plain(path: &str) -> String {
+    pick(
+        || format!("没法把 {path} 排除在 git 之外：它不是工作区下面的普通路径"),
+        || format!("cannot exclude {path}: not a plain path below the work tree"),
+    )
+}

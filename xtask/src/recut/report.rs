@@ -39,16 +39,17 @@ impl Output {
         let _ = out::write_line(args);
     }
 
-    /// The report's verdict on its output: a closed pipe is no error; a
-    /// lost report (a full stdout) is exit 3, saying where everything is.
+    /// A lost report (a full stdout) changes no verdict; the one line on
+    /// stderr then says where everything is, since the report could not.
     pub fn finish(self) -> Result<()> {
-        match out::stdout_lost() {
-            Some(error) => Err(Error::environment(format!(
-                "the re-cut is complete ({AT_NEW}), but its report could not be written: \
+        if let Some(error) = out::stdout_lost() {
+            noteln!(
+                "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
                  cannot write to standard output: {error}"
-            ))),
-            None => Ok(()),
+            );
+            out::stdout_loss_reported();
         }
+        Ok(())
     }
 }
 
