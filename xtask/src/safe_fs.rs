@@ -299,6 +299,32 @@ fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Resu
 }
 
 /// Makes a fifo at `path`, for tests of what is never waited on.
+/// The first symlink among the entries of `dir` and of its sub-folders,
+/// `depth` levels down (1: `dir`'s own entries), never following one; a
+/// missing or unreadable folder holds none. For a build folder a tool hands
+/// to cargo, which would write through a symlink it finds there.
+pub fn first_symlink(dir: &Path, depth: usize) -> Option<PathBuf> {
+    if depth == 0 {
+        return None;
+    }
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut folders = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            return Some(entry.path());
+        }
+        if kind.is_dir() {
+            folders.push(entry.path());
+        }
+    }
+    folders
+        .iter()
+        .find_map(|folder| first_symlink(folder, depth - 1))
+}
+
 #[cfg(test)]
 pub fn make_fifo(path: &Path) -> io::Result<()> {
     let mode = Mode::from_raw_mode(0o644);
@@ -314,6 +340,19 @@ pub fn make_fifo(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symlink_in_a_build_folder_is_found_two_levels_down_and_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("debug/deps")).unwrap();
+        assert_eq!(first_symlink(root, 2), None);
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("debug/build")).unwrap();
+        assert_eq!(first_symlink(root, 2), Some(root.join("debug/build")));
+        assert_eq!(first_symlink(root, 1), None, "one level sees only debug/");
+        assert_eq!(first_symlink(&root.join("missing"), 2), None);
+    }
     use std::fs;
     use std::os::unix::fs::symlink;
 

@@ -208,6 +208,28 @@ fn a_fifo_where_verify_keeps_its_files_is_refused_never_waited_on() {
 }
 
 #[test]
+fn a_symlink_inside_verifys_build_folder_is_refused_and_nothing_is_built_through_it() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let debug = fixture
+        .root()
+        .join("target/xtask-verify/cargo-target/debug");
+    std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), &debug).unwrap();
+    let (code, stderr) = verify_within_a_minute(&fixture);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("cargo-target/debug") && stderr.contains("symlink"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing was built through the link"
+    );
+}
+
+#[test]
 fn a_verify_killed_by_sigkill_leaves_nothing_that_breaks_the_next_one() {
     let holder = tempfile::tempdir().unwrap();
     let marker = holder.path().join("hang");

@@ -53,6 +53,15 @@ impl<'a> Work<'a> {
         for id in ids {
             safe_fs::folder_inside(&root, Path::new(&id.to_string())).map_err(refused)?;
         }
+        // cargo writes below its build folder and would follow a link there.
+        if let Some(link) = safe_fs::first_symlink(&cargo_target, 2) {
+            return Err(Error::bad_input(format!(
+                "{} is a symlink: verify never lets cargo build through one; remove it \
+                 (or the whole {}) and run again",
+                link.display(),
+                cargo_target.display()
+            )));
+        }
         let ended = lock::end_leftovers(&cargo_target);
         if ended > 0 {
             noteln!(
