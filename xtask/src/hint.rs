@@ -18,6 +18,7 @@ use crate::chapter::{self, ChapterFolder};
 use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
+use crate::manifest;
 use crate::out::outln;
 use crate::repo::CourseRepo;
 
@@ -42,7 +43,7 @@ impl cli::Hint {
         .ok_or_else(|| {
             Error::bad_input(say::no_such_step(
                 &id.to_string(),
-                step.unwrap_or("?"),
+                &manifest::shown(step.unwrap_or("?")),
                 &known,
             ))
         })?;

@@ -195,6 +195,10 @@ fn hints_climb_one_rung_at_a_time() {
     fixture
         .xtask(&["hint", "01", "--step", "9.9"])
         .fails_with(2, &["没有步骤 9.9", "1.1、1.2"]);
+    // A step with a trailing space is shown quoted, so the space is visible.
+    fixture
+        .xtask(&["hint", "01", "--step", "1.1 "])
+        .fails_with(2, &["没有步骤 \"1.1 \""]);
     let level = fixture.xtask(&["hint", "01", "--level", "5"]);
     assert_eq!(level.code, 2);
     assert!(level.stderr.contains("1 到 4"), "{}", level.stderr);
