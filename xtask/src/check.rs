@@ -173,6 +173,9 @@ impl cli::Check {
                 return verdict(&position, printed);
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
+            if out::stdout_reader_gone() {
+                return verdict(&position, Ok(()));
+            }
         }
     }
 

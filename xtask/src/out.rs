@@ -78,6 +78,21 @@ pub fn stdout_failed() -> bool {
     STDOUT_FAILED.get().is_some()
 }
 
+/// True when standard output is a pipe whose reader has gone (`check
+/// --watch | head -1` after head printed its line): a loop that only
+/// prints can stop without waiting for its next write to fail.
+pub fn stdout_reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let stdout = io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::OUT)];
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&zero)), Ok(_))
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
 /// The first failed write to stdout, unless its reader only closed the
 /// pipe: for a command that must say what its lost report would have told.
 pub fn stdout_lost() -> Option<&'static io::Error> {

@@ -51,12 +51,12 @@ impl Watcher {
     }
 
     /// Waits for a change, then until the folder has been quiet for `quiet`.
-    /// Returns false if `deadline` passes with no change, or a signal asked
-    /// the process to stop.
+    /// Returns false if `deadline` passes with no change, a signal asked
+    /// the process to stop, or nobody reads standard output any more.
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
         while !self.changed() {
             let late = deadline.is_some_and(|deadline| Instant::now() >= deadline);
-            if late || signals::interrupted() {
+            if late || signals::interrupted() || crate::out::stdout_reader_gone() {
                 return false;
             }
             thread::sleep(poll);

@@ -353,3 +353,31 @@ fn a_lab_whose_target_is_a_symlink_is_refused() {
         "nothing was built outside the lab"
     );
 }
+
+#[test]
+fn watch_ends_once_its_reader_has_gone_without_waiting_for_an_edit() {
+    use std::io::{BufRead, BufReader};
+    use std::time::Duration;
+    let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    // A first build writes Cargo.lock, which is an edit `--watch` reacts to.
+    let _red = fixture.xtask(&["check", "01", "lab"]);
+    let mut child = common::spawn_xtask(
+        fixture.root(),
+        &["check", "01", "lab", "--watch"],
+        std::process::Stdio::piped(),
+    );
+    // Read the whole first report, up to the line that says it is waiting
+    // for edits, then go away: no write of its own fails after that, so
+    // only noticing the reader's absence can end it.
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("正在盯着") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "no report");
+    }
+    drop(reader);
+    let status = common::wait_at_most(&mut child, Duration::from_secs(60))
+        .expect("check --watch ended although no file changed");
+    assert!(status.code().is_some(), "ended by itself, not by a signal");
+}
