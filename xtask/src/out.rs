@@ -89,7 +89,7 @@ pub fn stdout_reader_gone() -> bool {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    matches!(poll(&mut fds, Some(&zero)), Ok(_))
+    poll(&mut fds, Some(&zero)).is_ok()
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }
 
