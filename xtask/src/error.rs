@@ -88,8 +88,17 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Git errors the tool can't recover from; the message says which operation failed.
+/// An error of the operating system under libgit2 (a file it could not
+/// write: permissions, a full disk) is the environment's (exit 3).
 pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
-    move |error| Error::bad_input(format!("{what}: {}", error.message()))
+    move |error| {
+        let message = format!("{what}: {}", error.message());
+        if error.class() == git2::ErrorClass::Os {
+            Error::environment(message)
+        } else {
+            Error::bad_input(message)
+        }
+    }
 }
 
 /// I/O errors, naming the path involved. A full disk, a denied permission or
@@ -125,4 +134,25 @@ pub fn is_environment(error: &std::io::Error) -> bool {
 /// The exit code for a command ended by `signal`: 128 + the signal.
 fn signal_exit_code(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(u8::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_os_failure_under_git_is_the_environments() {
+        let os = git2::Error::new(
+            git2::ErrorCode::GenericError,
+            git2::ErrorClass::Os,
+            "Permission denied",
+        );
+        assert_eq!(git("cannot write the ref")(os).exit_code(), 3);
+        let other = git2::Error::new(
+            git2::ErrorCode::NotFound,
+            git2::ErrorClass::Reference,
+            "no such ref",
+        );
+        assert_eq!(git("cannot read the ref")(other).exit_code(), 2);
+    }
 }
