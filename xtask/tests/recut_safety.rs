@@ -651,11 +651,13 @@ fn a_full_stdout_is_reported_after_a_complete_re_cut() {
 
 #[test]
 fn a_tracked_symlink_the_new_head_makes_a_folder_is_moved_not_followed() {
-    // Chapter 02 has `course/gen` as a symlink to a folder outside; chapter
-    // 03 turns it into a folder of its own.
-    let outside = tempfile::tempdir().unwrap();
-    let target = outside.path().to_str().unwrap();
+    // Chapter 02 has `course/gen` as a symlink to a folder elsewhere in the
+    // work tree (a symlink out of it is refused); chapter 03 turns it into
+    // a folder of its own.
+    let target = "../.ci/elsewhere";
     let fixture = Fixture::empty();
+    let outside = fixture.root().join(".ci/elsewhere");
+    fs::create_dir_all(&outside).unwrap();
     fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
     fixture.write("course/src/lib.rs", "// skeleton\n");
     fixture.commit("Skeleton");
@@ -677,7 +679,7 @@ fn a_tracked_symlink_the_new_head_makes_a_folder_is_moved_not_followed() {
     let run = fixture.xtask_own_config(&["recut", "02", "--no-verify"]);
 
     run.success().prints(&[AT_NEW]);
-    assert_eq!(common::snapshot(outside.path()), Vec::<PathBuf>::new());
+    assert_eq!(common::snapshot(&outside), Vec::<PathBuf>::new());
     assert_eq!(fixture.learner_at("HEAD~1")["course/gen"].0, 0o120000);
     assert_eq!(
         fixture.learner_at("HEAD")["course/gen/types.rs"].1,
@@ -728,6 +730,132 @@ fn a_signal_while_reading_the_work_tree_changes_nothing() {
     assert_eq!(run.code, 143, "{}", run.stderr);
     one_line_saying(&run, AS_THEY_WERE);
     assert!(run.stderr.contains("SIGTERM"), "{}", run.stderr);
+    assert_eq!(everything(&fixture), before);
+    no_leftovers(&fixture);
+}
+
+/// Moves the folder `course/tests` to `to` and leaves a symlink `target`
+/// in its place (`mv course/tests /outside && ln -s /outside course/tests`).
+fn tests_folder_as_symlink(fixture: &Fixture, to: &Path, target: &str) {
+    fs::rename(fixture.root().join("course/tests"), to).unwrap();
+    fixture.symlink(target, "course/tests");
+}
+
+#[test]
+fn a_symlink_out_of_the_work_tree_is_refused() {
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let outside = tempfile::tempdir().unwrap();
+    let moved = outside.path().join("tests");
+    tests_folder_as_symlink(&fixture, &moved, moved.to_str().unwrap());
+    let recut = ["recut", "03", "--no-verify"];
+    refused(
+        &fixture,
+        &recut,
+        &["`course/tests`", "absolute", "nothing was changed"],
+    );
+
+    // Relative, through a symlink inside the work tree that climbs out:
+    // `course/up` is the repository's root, so `course/up/..` is outside it.
+    fs::remove_file(fixture.root().join("course/tests")).unwrap();
+    fs::rename(&moved, fixture.root().join("course/tests")).unwrap();
+    fixture.symlink("..", "course/up");
+    fixture.symlink("up/../outside", "course/away");
+    refused(
+        &fixture,
+        &recut,
+        &["`course/away`", "outside the work tree"],
+    );
+}
+
+#[test]
+fn a_symlink_where_the_chapter_has_a_folder_is_refused() {
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let inside = fixture.root().join("course/tests-real");
+    tests_folder_as_symlink(&fixture, &inside, "tests-real");
+    refused(
+        &fixture,
+        &["recut", "03", "--no-verify"],
+        &[
+            "`course/tests`",
+            "where chapter 03 has a folder",
+            "nothing was changed",
+        ],
+    );
+}
+
+#[test]
+fn a_file_where_a_later_chapter_keeps_a_folder_is_a_conflict() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    // Chapter 02's tests folder becomes one file; chapter 03 adds a test
+    // to the folder.
+    fs::remove_dir_all(fixture.root().join("course/tests")).unwrap();
+    fixture.write("course/tests", "// all the tests in one file\n");
+    let before = everything(&fixture);
+
+    let run = fixture.xtask_own_config(&["recut", "02", "--no-verify"]);
+
+    run.fails_with(1, &["chapter 03's layer does not replay", "course/tests"]);
+    assert_eq!(everything(&fixture), before);
+    no_leftovers(&fixture);
+}
+
+#[test]
+fn what_is_in_the_way_of_the_staging_folder_is_named_truly() {
+    let outside = tempfile::tempdir().unwrap();
+    for (kind, needle) in [
+        ("symlink", "is a symlink"),
+        ("file", "is not a folder"),
+        ("folder", "a folder without the re-cut's files"),
+    ] {
+        let fixture = course();
+        edit_chapter_02(&fixture);
+        let left = fixture.repo.path().join("xtask-recut-4242");
+        match kind {
+            "symlink" => std::os::unix::fs::symlink(outside.path(), &left).unwrap(),
+            "file" => fs::write(&left, "").unwrap(),
+            _ => fs::create_dir(&left).unwrap(),
+        }
+        let before = everything(&fixture);
+        let run = fixture.xtask_own_config(&["recut", "02", "--no-verify"]);
+        run.fails_with(2, &["xtask-recut-4242", needle, "remove it"]);
+        assert!(!run.stderr.contains("killed half way"), "{}", run.stderr);
+        assert!(!run.stderr.contains("`old`"), "{}", run.stderr);
+        assert_eq!(everything(&fixture), before);
+    }
+}
+
+#[test]
+fn a_symlink_where_a_later_chapter_keeps_a_folder_is_a_conflict() {
+    // Chapter 02 has `course/gen` as a symlink; a commit between the
+    // chapters makes it a folder, and chapter 03 adds a file to the folder.
+    let fixture = Fixture::empty();
+    fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
+    fixture.write("course/src/lib.rs", "// skeleton\n");
+    fixture.commit("Skeleton");
+    fixture.write("course/src/stream.rs", "// chapter 02\n");
+    fixture.symlink("src", "course/gen");
+    fixture.commit("course(02): the stream");
+    fs::remove_file(fixture.root().join("course/gen")).unwrap();
+    fixture.write("course/gen/kept.rs", "// between the chapters\n");
+    fixture.commit("Generated code in a folder of its own");
+    fixture.write("course/gen/types.rs", "// chapter 03\n");
+    fixture.commit("course(03): save one complete tool round-trip");
+    fixture.write_manifest("02", &manifest("02", "course/src/stream.rs", &[]));
+    fixture.write_manifest("03", &manifest("03", "course/gen/types.rs", &[]));
+    fixture.commit("Describe chapters 02 and 03");
+    fixture.set_identity();
+    // Back at chapter 02, edited.
+    fs::remove_dir_all(fixture.root().join("course/gen")).unwrap();
+    fixture.symlink("src", "course/gen");
+    fixture.write("course/src/stream.rs", "// chapter 02, second cut\n");
+    let before = everything(&fixture);
+
+    let run = fixture.xtask_own_config(&["recut", "02", "--no-verify"]);
+
+    run.fails_with(1, &["chapter 03's layer does not replay", "course/gen"]);
     assert_eq!(everything(&fixture), before);
     no_leftovers(&fixture);
 }

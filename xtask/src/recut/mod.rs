@@ -6,7 +6,10 @@
 //! symlinks as symlinks (never followed), without what git ignores (a
 //! tracked file counts even when an ignore rule matches it) — is chapter NN's
 //! new end state. The work tree counts, not the index: staged and unstaged
-//! learner changes alike. On top of HEAD, without touching the existing
+//! learner changes alike. A symlink that is absolute or leads out of the
+//! work tree, or that stands where the chapter has a folder today, is
+//! refused ([`links`]): the chapter's files would leave its history. On top
+//! of HEAD, without touching the existing
 //! history, `recut` appends:
 //!
 //! 1. a **restore commit** holding NN's starting point: the learner world of
@@ -32,7 +35,8 @@
 //! [`preflight`] refuses what recut cannot do faithfully (a detached, unborn
 //! or doubly symbolic HEAD, a sparse checkout, `core.fileMode=false`, …);
 //! [`snapshot`] reads the work tree's learner world into objects; [`plan`]
-//! works out the commits as trees; [`apply`] writes them and moves the
+//! works out the commits as trees ([`merge`] finds the folder/file
+//! conflicts git's merge of trees misses); [`apply`] writes them and moves the
 //! branch, the index and the work tree together, all or nothing ([`changes`]
 //! says what the work tree must change, [`worktree`] changes it reversibly,
 //! [`index`] holds git's index lock and prepares the new index); [`report`]
@@ -67,6 +71,8 @@
 mod apply;
 mod changes;
 mod index;
+mod links;
+mod merge;
 mod plan;
 mod preflight;
 mod report;
@@ -140,7 +146,8 @@ impl cli::Recut {
         let head = git
             .find_commit(branch.head)
             .map_err(error::git("cannot read HEAD's commit"))?;
-        let snapshot = snapshot::take(git, &current, &repo.root)?;
+        let chapter = chapter_today(git, &head, self.id)?;
+        let snapshot = snapshot::take(git, &current, &repo.root, &chapter)?;
         let mut notes = snapshot.notes;
         let cuts = plan::Planner {
             git,
@@ -183,6 +190,25 @@ fn chapter_position(repo: &CourseRepo, id: ChapterId) -> Result<(Vec<ChapterFold
             .err()
             .unwrap_or_else(|| Error::bad_input(format!("unknown chapter {id}")))),
     }
+}
+
+/// Chapter `id` and the learner world it ends with today: its target, or
+/// HEAD's tree when it was never cut.
+fn chapter_today<'r>(
+    git: &'r Repository,
+    head: &git2::Commit<'r>,
+    id: ChapterId,
+) -> Result<links::Chapter<'r>> {
+    let end = match crate::locate::locate_if_cut(git, id)? {
+        Some(checkpoint) => git
+            .find_commit(checkpoint.target.oid)
+            .and_then(|c| c.tree()),
+        None => head.tree(),
+    };
+    Ok(links::Chapter {
+        id,
+        end: end.map_err(error::git(format!("cannot read chapter {id}'s tree")))?,
+    })
 }
 
 /// The author and committer of the new commits, from git's configuration.

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use git2::{Commit, Index, ObjectType, Oid, Repository, Tree, TreeEntry};
 
+use super::merge;
 use super::text::{conflict_message, describe, restore_command, restore_message, shown};
 use crate::chapter::ChapterFolder;
 use crate::error::{self, Error, Result};
@@ -219,18 +220,18 @@ impl<'r> Planner<'_, 'r> {
         ancestor: Oid,
         ours: Oid,
     ) -> Result<Oid> {
-        let theirs = self.learner_of(checkpoint.target.oid)?;
+        let (ancestor, ours) = (self.tree(ancestor)?, self.tree(ours)?);
+        let theirs = self.tree(self.learner_of(checkpoint.target.oid)?)?;
         let mut merged = self
             .git
-            .merge_trees(
-                &self.tree(ancestor)?,
-                &self.tree(ours)?,
-                &self.tree(theirs)?,
-                None,
-            )
+            .merge_trees(&ancestor, &ours, &theirs, None)
             .map_err(error::git(format!("cannot replay chapter {later}")))?;
-        if merged.has_conflicts() {
-            let files = conflicting_files(&merged)?;
+        let mut files = conflicting_files(&merged)?;
+        files.extend(merge::folder_file_conflicts(
+            self.git, &ancestor, &ours, &theirs,
+        )?);
+        if !files.is_empty() {
+            let files: Vec<String> = files.into_iter().collect();
             let target = self.tree_of(checkpoint.target.oid)?;
             return Err(Error::check_failed(conflict_message(
                 recut, later, checkpoint, &files, &target,
@@ -295,7 +296,7 @@ pub fn compose(git: &Repository, learner: Oid, tooling: &Tree<'_>) -> Result<Oid
 }
 
 /// Every path of a merge's conflicts, sorted.
-fn conflicting_files(merged: &Index) -> Result<Vec<String>> {
+fn conflicting_files(merged: &Index) -> Result<BTreeSet<String>> {
     let mut files = BTreeSet::new();
     let conflicts = merged
         .conflicts()
@@ -309,7 +310,7 @@ fn conflicting_files(merged: &Index) -> Result<Vec<String>> {
             files.insert(shown(&entry.path));
         }
     }
-    Ok(files.into_iter().collect())
+    Ok(files)
 }
 
 /// The full message of `commit`.

@@ -5,9 +5,10 @@
 //! stored as symlinks (never followed), ignored paths are left out unless
 //! tracked, nested repositories are left out with a note. Refused (exit 2,
 //! nothing changed): a FIFO, socket or device the learner's world would
-//! hold, and a path whose git attributes ask for a filter or an end-of-line
+//! hold, a path whose git attributes ask for a filter or an end-of-line
 //! conversion — recut commits bytes as they are and does not run filters,
-//! so `git add` would commit something else.
+//! so `git add` would commit something else — and a symlink that leaves
+//! the work tree or replaces a folder of the chapter ([`links`]).
 
 use std::fs::{self, File};
 use std::io::Read;
@@ -17,6 +18,7 @@ use std::path::Path;
 
 use git2::{AttrCheckFlags, AttrValue, Index, Oid, Repository};
 
+use super::links::{self, Chapter};
 use super::text::{join, repo_path, shown};
 use crate::error::{self, Error, Result};
 use crate::signals;
@@ -30,11 +32,14 @@ pub struct Snapshot {
     pub notes: Vec<String>,
 }
 
-/// Reads the learner world below `root`; `index` says what is tracked.
-pub fn take(git: &Repository, index: &Index, root: &Path) -> Result<Snapshot> {
+/// Reads the learner world below `root`; `index` says what is tracked,
+/// `chapter` what the chapter being re-cut holds today.
+pub fn take(git: &Repository, index: &Index, root: &Path, chapter: &Chapter) -> Result<Snapshot> {
     let mut reader = Reader {
         git,
         index,
+        root,
+        chapter,
         notes: Vec::new(),
     };
     let tree = match reader.folder(root, b"")? {
@@ -52,6 +57,9 @@ struct Reader<'a> {
     /// What is tracked: a tracked file is committed even when an ignore rule
     /// matches it, as git does.
     index: &'a Index,
+    root: &'a Path,
+    /// What the symlinks are checked against ([`links::refuse`]).
+    chapter: &'a Chapter<'a>,
     notes: Vec<String>,
 }
 
@@ -109,6 +117,7 @@ impl Reader<'_> {
                 "cannot read symlink {}",
                 on_disk.display()
             )))?;
+            links::refuse(self.root, path, &target, self.chapter)?;
             (target.into_os_string().into_vec(), tree::MODE_SYMLINK)
         } else if kind.is_file() {
             refuse_conversion(self.git, path)?;
@@ -272,6 +281,14 @@ mod tests {
         fs::write(path, content).unwrap();
     }
 
+    /// A chapter that holds nothing yet.
+    fn chapter(git: &Repository) -> Chapter<'_> {
+        Chapter {
+            id: "01".parse().unwrap(),
+            end: git.find_tree(empty_tree(git).unwrap()).unwrap(),
+        }
+    }
+
     fn entries(git: &Repository, tree: Oid) -> Vec<(String, i32)> {
         let tree = git.find_tree(tree).unwrap();
         tree::list_tree(git, &tree, &|_| false)
@@ -299,19 +316,19 @@ mod tests {
             fs::Permissions::from_mode(0o654),
         )
         .unwrap();
-        symlink("/etc", root.join("course/outside")).unwrap();
+        symlink("src/lib.rs", root.join("course/link")).unwrap();
         write(root, "course/debug.log", "ignored\n");
         write(root, "checkpoints/01/checkpoint.json", "{}\n");
         let index = git.index().unwrap();
 
-        let snapshot = take(&git, &index, root).unwrap();
+        let snapshot = take(&git, &index, root, &chapter(&git)).unwrap();
 
         assert_eq!(
             entries(&git, snapshot.tree),
             [
                 (".gitignore".to_string(), tree::MODE_FILE),
                 ("course/group.sh".to_string(), tree::MODE_FILE),
-                ("course/outside".to_string(), tree::MODE_SYMLINK),
+                ("course/link".to_string(), tree::MODE_SYMLINK),
                 ("course/run.sh".to_string(), tree::MODE_EXECUTABLE),
                 ("course/src/lib.rs".to_string(), tree::MODE_FILE),
             ]
@@ -327,13 +344,13 @@ mod tests {
             std::os::unix::net::UnixListener::bind(root.join("course/agent.sock")).unwrap();
         let index = git.index().unwrap();
 
-        let error = take(&git, &index, root).err().unwrap();
+        let error = take(&git, &index, root, &chapter(&git)).err().unwrap();
         assert_eq!(error.exit_code(), 2);
         assert!(error.to_string().contains("`course/agent.sock`"), "{error}");
         assert!(error.to_string().contains("a socket"), "{error}");
 
         write(root, ".gitignore", "/course/agent.sock\n");
-        take(&git, &index, root).unwrap();
+        take(&git, &index, root, &chapter(&git)).unwrap();
     }
 
     #[test]

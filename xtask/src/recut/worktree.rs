@@ -78,14 +78,7 @@ impl Staging {
         for entry in entries.flatten() {
             let name = entry.file_name();
             if name.as_bytes().starts_with(STAGING_PREFIX.as_bytes()) {
-                return Err(Error::bad_input(format!(
-                    "{} is left from a re-cut that was killed half way: its `old` folder holds \
-                     work-tree files that re-cut had moved away, numbered in path order, and \
-                     `new` the files it was about to write. Bring the learner's files back \
-                     (e.g. `git status`, then copy what is missing from `old`), remove the \
-                     folder, and run recut again; nothing was changed",
-                    entry.path().display()
-                )));
+                return Err(Error::bad_input(leftover_message(&entry.path())));
             }
         }
         Ok(())
@@ -125,6 +118,34 @@ impl Drop for Staging {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// What is in the way at `path`, a name of recut's staging folders, and
+/// what to do. Only a folder holding an `old` folder is a killed re-cut's.
+fn leftover_message(path: &Path) -> String {
+    let shown = path.display();
+    let meta = fs::symlink_metadata(path).ok();
+    let is_dir = |path: &Path| fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir());
+    let what = match meta {
+        Some(meta) if meta.is_symlink() => "is a symlink, not a folder a re-cut made",
+        Some(meta) if !meta.is_dir() => "is not a folder: no re-cut made it",
+        _ if !is_dir(&path.join("old")) => "is a folder without the re-cut's files",
+        _ => {
+            return format!(
+                "{shown} is left from a re-cut that was killed half way: its `old` folder holds \
+                 work-tree files that re-cut had moved away, numbered in path order, and \
+                 `new` the files it was about to write. Bring the learner's files back \
+                 (e.g. `git status`, then copy what is missing from `old`), remove the \
+                 folder, and run recut again; nothing was changed"
+            );
+        }
+    };
+    format!(
+        "{shown} {what}, but recut keeps its staging folders under that name, so it does not \
+         start: check what it is, remove it (`rm -r` on a folder; a symlink is removed with \
+         `rm {shown}`, which leaves what it points to alone) and run recut again; nothing was \
+         changed"
+    )
 }
 
 /// Writes the new content of every change into the staging folder.
