@@ -436,7 +436,8 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
     )
     .unwrap();
     fixture.symlink("src/lib.rs", "course/lib-link");
-    fixture.symlink("/etc", "course/outside");
+    // (A link out of the work tree is refused: see recut_safety.rs.)
+    fixture.symlink("../Cargo.toml", "course/workspace-link");
     fixture.write("course/debug.log", "ignored\n");
     fixture.write("course/scratch/notes.txt", "ignored folder\n");
     fs::create_dir_all(fixture.root().join("course/empty")).unwrap();
@@ -459,7 +460,10 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
         "the owner's x bit alone"
     );
     assert_eq!(head["course/lib-link"], (0o120000, b"src/lib.rs".to_vec()));
-    assert_eq!(head["course/outside"], (0o120000, b"/etc".to_vec()));
+    assert_eq!(
+        head["course/workspace-link"],
+        (0o120000, b"../Cargo.toml".to_vec())
+    );
     assert!(!head.contains_key("course/debug.log"));
     assert!(!head.keys().any(|path| path.starts_with("course/scratch")));
     assert_eq!(
@@ -470,7 +474,7 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
     assert!(
         fixture
             .root()
-            .join("course/outside")
+            .join("course/workspace-link")
             .symlink_metadata()
             .unwrap()
             .file_type()
