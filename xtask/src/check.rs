@@ -10,6 +10,11 @@
 //! - the test files the lab got from the target (the focused test, a step's
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
+//! - the lab builds the way its base tree does: its `Cargo.toml` files are
+//!   the base's and it holds no `.cargo/`, `build.rs` or toolchain file the
+//!   base lacks ([`build_config`]); else the run proves nothing;
+//! - nothing inside `DIR/target` is a symlink cargo would write through
+//!   ([`target_links`]);
 //! - a run in which no test ran is red, whatever `expectedTests` says;
 //! - the exit status is the verdict even when stdout is closed.
 //!
@@ -26,9 +31,11 @@
 //! [`run`]; the position from their reports, [`judge`]; printing it,
 //! [`report`].
 
+mod build_config;
 mod judge;
 mod report;
 mod run;
+mod target_links;
 mod tests_intact;
 mod trace;
 
@@ -64,6 +71,9 @@ struct Position {
     /// False when the target's test files could not be read (no history):
     /// the lab's tests cannot be trusted, so the chapter is not complete.
     tests_verified: bool,
+    /// The lab's build configuration that is not its base's (a changed
+    /// `Cargo.toml`, an added `.cargo/`, …): the run proves nothing.
+    changed_build_config: Vec<build_config::ChangedConfig>,
     /// True when the tests compiled and ran.
     compiled: bool,
     timed_out: bool,
@@ -122,6 +132,10 @@ struct ErrorAt {
 #[serde(rename_all = "camelCase")]
 struct StepStatus {
     id: String,
+    /// The id as the report shows it: quoted when it has spaces at either
+    /// end, … ([`crate::manifest::Step::shown_id`]).
+    #[serde(skip)]
+    shown_id: String,
     /// The step's name from the manifest, if it has one.
     title: Option<String>,
     /// The test-name filter as the manifest gives it ("" selects all).
@@ -186,6 +200,7 @@ impl cli::Check {
             focused_test_present: manifest.focused_test.under(lab).is_file(),
             changed_tests: Vec::new(),
             tests_verified: false,
+            changed_build_config: Vec::new(),
             compiled: false,
             timed_out: false,
             errors: Vec::new(),
@@ -205,6 +220,7 @@ impl cli::Check {
         let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
         position.changed_tests = changed;
         position.tests_verified = verified;
+        position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
         if !position.focused_test_present {
             position.output = tests_intact::restore_hint(repo, manifest, lab);
             return Ok(position);
@@ -216,6 +232,7 @@ impl cli::Check {
                     &refusal_text(&refusal),
                 ))
             })?;
+        target_links::refuse_links(lab, &target)?;
         freshness::age_fingerprints(lab, &target)?;
         let runs = run::run_all(
             manifest,

@@ -80,6 +80,7 @@ fn complete(manifest: &Manifest, position: &Position, runs: &[RunResult<'_>]) ->
         && !position.timed_out
         && position.steps.iter().all(|step| step.green)
         && position.changed_tests.is_empty()
+        && position.changed_build_config.is_empty()
         && position.tests_verified
 }
 
@@ -171,7 +172,8 @@ fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure
 }
 
 /// A step is green when its tests ran (at least one), all passed, as many
-/// as it expects, and its own test file (if any) is the target's.
+/// as it expects, its own test file (if any) is the target's, and the lab
+/// builds the way its base does.
 fn step_status(
     manifest: &Manifest,
     step: &Step,
@@ -179,16 +181,18 @@ fn step_status(
     position: &Position,
 ) -> StepStatus {
     let (passed, ran) = report.map_or((0, 0), |report| report.count(&step.filter));
-    let file_intact = tests_intact::test_file_intact(step, &position.changed_tests);
+    let trusted = tests_intact::test_file_intact(step, &position.changed_tests)
+        && position.changed_build_config.is_empty();
     StepStatus {
         id: step.id.clone(),
+        shown_id: step.shown_id().into_owned(),
         title: step.title.clone(),
         filter: step.filter.clone(),
         own_run: step.run(manifest) != manifest.run.as_slice(),
         passed,
         ran,
         expected: step.expected_tests,
-        green: ran >= 1 && passed == ran && passed == step.expected_tests && file_intact,
+        green: ran >= 1 && passed == ran && passed == step.expected_tests && trusted,
     }
 }
 
@@ -212,6 +216,7 @@ mod tests {
             focused_test_present: true,
             changed_tests: Vec::new(),
             tests_verified: true,
+            changed_build_config: Vec::new(),
             compiled: true,
             timed_out: false,
             errors: Vec::new(),

@@ -2,10 +2,12 @@
 //! compile errors as rustc rendered them, the step rows, the first failing
 //! test with where its sides first differ, and what to do next.
 
+use super::build_config::Change;
 use super::{ErrorAt, Position, StepStatus};
 use crate::cli;
 use crate::error::Result;
 use crate::learner_text as say;
+use crate::manifest::shown;
 use crate::out::{self, outln, shell_word};
 
 /// How many compile errors are shown (`--verbose` shows every one).
@@ -36,6 +38,15 @@ impl cli::Check {
                 say::test_gone(&changed.path, &changed.restore)
             } else {
                 say::test_changed(&changed.path, &changed.restore)
+            };
+            outln!("{line}")?;
+        }
+        for changed in &position.changed_build_config {
+            let (path, restore) = (&changed.path, &changed.restore);
+            let line = match changed.change {
+                Change::Changed => say::build_config_changed(path, restore),
+                Change::Missing => say::build_config_gone(path, restore),
+                Change::Added => say::build_config_added(path, restore),
             };
             outln!("{line}")?;
         }
@@ -87,7 +98,7 @@ fn print_failure(position: &Position) -> Result<()> {
         return Ok(());
     };
     let heading = match &position.first_failure_step {
-        Some(step) => say::first_failure_in_step(&failure.name, step),
+        Some(step) => say::first_failure_in_step(&failure.name, &shown(step)),
         None => say::first_failure(&failure.name),
     };
     outln!("{heading}")?;
@@ -100,10 +111,11 @@ fn print_failure(position: &Position) -> Result<()> {
     Ok(())
 }
 
-/// The verdict's line: complete (and `compare` next), nothing ran, a run
+/// The verdict's line: complete (and `compare` next), no focused test ran
+/// (none passed or failed: all ignored, renamed or filtered out), a run
 /// that failed with no failing test (the tail of its output), or what next.
 fn print_ending(position: &Position) -> Result<()> {
-    let nothing_ran = position.compiled && position.passed == 0 && !position.timed_out;
+    let nothing_ran = position.compiled && position.ran == 0 && !position.timed_out;
     if nothing_ran {
         outln!("{}", say::NO_TEST_RAN)?;
     }
@@ -149,7 +161,7 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
         let pad = width - display_width(label);
         outln!(
             "  {} {label}{} {}/{}{mark}",
-            step.id,
+            step.shown_id,
             " ".repeat(pad),
             step.passed,
             step.expected

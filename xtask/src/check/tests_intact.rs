@@ -53,7 +53,7 @@ pub(super) fn changed_tests(
 }
 
 /// The repository root as the user would type it (no trailing `/`).
-fn root_text(root: &Path) -> String {
+pub(super) fn root_text(root: &Path) -> String {
     let text = root.display().to_string();
     match text.trim_end_matches('/') {
         "" => text,

@@ -161,3 +161,29 @@ pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String 
         "→ 要新建 {teaching_file}，并在 crate 根（lib.rs）里用 `pub mod` 声明它（编译器指向 {location}）"
     )
 }
+
+/// A symlink directly inside the lab's build folder, where cargo writes.
+pub fn target_entry_linked(lab: &str, entry: &str) -> String {
+    format!(
+        "练习目录 {lab} 的构建文件夹里 {entry} 是符号链接：cargo 会穿过它写到练习目录之外，check 不会运行。\
+         删掉它（`rm {entry}`，或整个 `rm -r target`）再运行，下一次构建会重新生成"
+    )
+}
+
+/// A file of the lab's build configuration that is not its base's; the
+/// run may have built or run something else, so it proves nothing.
+pub fn build_config_changed(path: &str, restore: &str) -> String {
+    format!(
+        "✗ {path} 和本章起点的版本不一样：构建配置被改过，cargo 跑的可能不是本章的测试，结果不能算数。恢复它：\n    {restore}"
+    )
+}
+
+pub fn build_config_gone(path: &str, restore: &str) -> String {
+    format!("✗ {path} 不在练习目录里：构建配置不全，结果不能算数。恢复它：\n    {restore}")
+}
+
+pub fn build_config_added(path: &str, restore: &str) -> String {
+    format!(
+        "✗ {path} 是本章起点没有的构建配置：它能改变 cargo 构建什么、怎样运行测试，结果不能算数。删掉 {path}：\n    {restore}"
+    )
+}

@@ -1,0 +1,173 @@
+//! `check` trusts a run only when the lab builds the way its base tree
+//! does: its `Cargo.toml` files are the base's, and it holds no build
+//! configuration the base lacks (`.cargo/`, `build.rs`, a toolchain file).
+//! And it writes nowhere but the lab: a symlink inside `target/` is refused.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{ANSWER, Fixture, tiny_course};
+
+/// Compiles, but both focused tests fail: red work.
+fn broken() -> String {
+    ANSWER.replace("a + b", "a - b").replace("x * 2", "x + 2")
+}
+
+fn lab(fixture: &Fixture, lib: &str) -> PathBuf {
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    let lab = fixture.root().join("lab");
+    fs::write(lab.join("course/src/lib.rs"), lib).unwrap();
+    lab
+}
+
+/// The base of chapter 01 (rebuild mode: the parent), abbreviated.
+fn base_short(fixture: &Fixture) -> String {
+    fixture.rev("HEAD~1").to_string()[..7].to_string()
+}
+
+#[test]
+fn a_cargo_toml_that_redirects_the_focused_test_is_reported_and_restorable() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, &broken());
+    // The focused test stays byte for byte; the manifest points its name at
+    // a test that always passes.
+    fs::write(
+        lab.join("course/tests/fake.rs"),
+        "#[test]\nfn adds() {}\n#[test]\nfn doubles() {}\n",
+    )
+    .unwrap();
+    let manifest = lab.join("course/Cargo.toml");
+    let redirected = fs::read_to_string(&manifest).unwrap()
+        + "\n[[test]]\nname = \"focused\"\npath = \"tests/fake.rs\"\n\n\
+           [[test]]\nname = \"real\"\npath = \"tests/focused.rs\"\ntest = false\n";
+    fs::write(&manifest, redirected).unwrap();
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(
+        run.code, 1,
+        "a redirected test is no verdict:\n{}",
+        run.stdout
+    );
+    run.prints(&[
+        "✗ course/Cargo.toml",
+        &format!("show {}:course/Cargo.toml > ", base_short(&fixture)),
+    ]);
+    assert!(
+        !run.stdout.contains(" ✓"),
+        "no step is green:\n{}",
+        run.stdout
+    );
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    assert_eq!(json["complete"], false);
+    let changed = &json["changedBuildConfig"][0];
+    assert_eq!(changed["path"], "course/Cargo.toml");
+    assert_eq!(changed["change"], "changed");
+
+    // The printed command restores it; with the answer, the chapter is done.
+    let restore = changed["restore"].as_str().unwrap();
+    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
+    assert!(restored.success(), "{restore}");
+    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["第 01 章完成"]);
+}
+
+#[test]
+fn a_cargo_config_whose_runner_fakes_the_report_is_reported_as_added() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, &broken());
+    let runner = fixture.dir.path().join("runner.sh");
+    fs::write(
+        &runner,
+        "#!/bin/sh\nprintf 'running 2 tests\\ntest adds ... ok\\ntest doubles ... ok\\n\\n\
+         test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'\n",
+    )
+    .unwrap();
+    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::create_dir_all(lab.join(".cargo")).unwrap();
+    fs::write(
+        lab.join(".cargo/config.toml"),
+        format!(
+            "[target.'cfg(all())']\nrunner = {:?}\n",
+            runner.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "a faked report is no verdict:\n{}", run.stdout);
+    run.prints(&["✗ .cargo", "删掉 .cargo"]);
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    assert_eq!(json["complete"], false);
+    let added = &json["changedBuildConfig"][0];
+    assert_eq!(added["path"], ".cargo");
+    assert_eq!(added["change"], "added");
+}
+
+#[test]
+fn a_build_script_or_package_cargo_config_the_base_lacks_is_reported() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    fs::write(lab.join("course/build.rs"), "fn main() {}\n").unwrap();
+    fs::create_dir_all(lab.join("course/.cargo")).unwrap();
+    fs::write(lab.join("course/.cargo/config.toml"), "").unwrap();
+
+    let run = fixture.xtask(&["check", "01", "lab", "--json"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let json = run.json();
+    let paths: Vec<&str> = json["changedBuildConfig"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|changed| changed["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["course/.cargo", "course/build.rs"]);
+}
+
+#[test]
+fn a_symlink_inside_target_is_refused_before_cargo_writes_through_it() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let outside = fixture.dir.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::create_dir_all(lab.join("target")).unwrap();
+    std::os::unix::fs::symlink(&outside, lab.join("target/debug")).unwrap();
+
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .fails_with(2, &["target/debug", "符号链接"]);
+    assert!(
+        fs::read_dir(&outside).unwrap().next().is_none(),
+        "nothing was written outside the lab"
+    );
+}
+
+#[test]
+fn failing_tests_that_ran_are_not_called_tests_that_never_ran() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab(&fixture, &broken());
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&["第一个失败的测试"]);
+    assert!(
+        !run.stdout.contains("没有一个聚焦测试真正运行"),
+        "two tests ran and failed:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_step_id_with_trailing_spaces_is_shown_quoted() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["steps"][0]["id"] = "2.1  ".into();
+    });
+    lab(&fixture, ANSWER);
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    run.prints(&["  \"2.1  \" "]);
+}
