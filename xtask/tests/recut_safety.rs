@@ -23,69 +23,11 @@ const AT_NEW: &str = "the branch, the index and the work tree are all at the new
 
 /// Chapters 02 and 03 cut as in `Fixture::course`, with `extra` files added
 /// by chapter 03's layer (in the commits and the index only: the work tree
-/// is about to be brought back to chapter 02 anyway), the chapter folders
-/// committed, an identity set.
+/// is about to be brought back to chapter 02 anyway), an identity set.
 fn course_with(extra: &[(String, String)]) -> Fixture {
-    let fixture = Fixture::empty();
-    fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
-    fixture.write("course/src/lib.rs", "// skeleton\n");
-    fixture.commit("Skeleton");
-    fixture.write("course/src/lib.rs", "pub mod stream;\n");
-    fixture.write("course/src/stream.rs", "// chapter 02\n");
-    fixture.write("course/tests/stream.rs", "// focused 02\n");
-    fixture.commit("course(02): the stream");
-    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
-    fixture.write("course/src/types.rs", "// chapter 03 answer\n");
-    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    commit_with(
-        &fixture,
-        "course(03): save one complete tool round-trip",
-        extra,
-    );
-    fixture.write_manifest(
-        "02",
-        &manifest("02", "course/tests/stream.rs", &["course/src/stream.rs"]),
-    );
-    fixture.write_manifest(
-        "03",
-        &manifest(
-            "03",
-            "course/tests/message_ir.rs",
-            &["course/src/types.rs", "course/src/lib.rs"],
-        ),
-    );
-    commit_with(&fixture, "Describe chapters 02 and 03", extra);
+    let fixture = Fixture::course_with_index_only(extra);
     fixture.set_identity();
     fixture
-}
-
-/// Commits the work tree plus `extra` files that exist only in the index.
-fn commit_with(fixture: &Fixture, subject: &str, extra: &[(String, String)]) {
-    let mut index = fixture.repo.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.update_all(["*"], None).unwrap();
-    for (path, content) in extra {
-        let entry = git2::IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: 0o100644,
-            uid: 0,
-            gid: 0,
-            file_size: 0,
-            id: Oid::ZERO_SHA1,
-            flags: 0,
-            flags_extended: 0,
-            path: path.as_bytes().to_vec(),
-        };
-        index.add_frombuffer(&entry, content.as_bytes()).unwrap();
-    }
-    index.write().unwrap();
-    let tree = index.write_tree().unwrap();
-    fixture.commit_tree(subject, tree);
 }
 
 fn course() -> Fixture {

@@ -40,6 +40,13 @@ impl Fixture {
     /// A course repository with chapters 02 and 03 cut as checkpoints:
     /// skeleton → course(02) → course(03), plus the chapter folders at HEAD.
     pub fn course() -> Self {
+        Fixture::course_with_index_only(&[])
+    }
+
+    /// [`Fixture::course`] whose chapter 03 layer (and the commit after it)
+    /// also holds `extra` files, in the commits and the index only, never
+    /// in the work tree.
+    pub fn course_with_index_only(extra: &[(String, String)]) -> Self {
         let fixture = Fixture::empty();
         fixture.write("Cargo.toml", "[workspace]\nmembers = [\"course\"]\n");
         fixture.write("course/src/lib.rs", "// skeleton\n");
@@ -51,7 +58,7 @@ impl Fixture {
         fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
         fixture.write("course/src/types.rs", "// chapter 03 answer\n");
         fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-        fixture.commit("course(03): save one complete tool round-trip");
+        fixture.commit_with_index_only("course(03): save one complete tool round-trip", extra);
         fixture.write_manifest(
             "02",
             &manifest("02", "course/tests/stream.rs", &["course/src/stream.rs"]),
@@ -64,7 +71,7 @@ impl Fixture {
                 &["course/src/types.rs", "course/src/lib.rs"],
             ),
         );
-        fixture.commit("Describe chapters 02 and 03");
+        fixture.commit_with_index_only("Describe chapters 02 and 03", extra);
         fixture
     }
 
@@ -99,11 +106,34 @@ impl Fixture {
 
     /// Commits the whole work tree on HEAD.
     pub fn commit(&self, subject: &str) -> Oid {
+        self.commit_with_index_only(subject, &[])
+    }
+
+    /// [`Fixture::commit`], with `extra` files added to the index (and so
+    /// the commit) but not to the work tree.
+    pub fn commit_with_index_only(&self, subject: &str, extra: &[(String, String)]) -> Oid {
         let mut index = self.repo.index().unwrap();
         index
             .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
             .unwrap();
         index.update_all(["*"], None).unwrap();
+        for (path, content) in extra {
+            let entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: 0,
+                id: Oid::ZERO_SHA1,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            index.add_frombuffer(&entry, content.as_bytes()).unwrap();
+        }
         index.write().unwrap();
         let tree = index.write_tree().unwrap();
         self.commit_tree(subject, tree)
