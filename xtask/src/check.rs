@@ -194,6 +194,7 @@ impl cli::Check {
     }
 
     fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
+        target_links::refuse_special_files(lab)?;
         let mut position = Position {
             chapter: manifest.id.to_string(),
             title: manifest.title.clone(),

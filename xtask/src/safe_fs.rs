@@ -299,30 +299,22 @@ fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Resu
 }
 
 /// Makes a fifo at `path`, for tests of what is never waited on.
-/// The first symlink among the entries of `dir` and of its sub-folders,
-/// `depth` levels down (1: `dir`'s own entries), never following one; a
-/// missing or unreadable folder holds none. For a build folder a tool hands
-/// to cargo, which would write through a symlink it finds there.
-pub fn first_symlink(dir: &Path, depth: usize) -> Option<PathBuf> {
-    if depth == 0 {
-        return None;
-    }
-    let entries = std::fs::read_dir(dir).ok()?;
-    let mut folders = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_symlink() {
-            return Some(entry.path());
-        }
-        if kind.is_dir() {
-            folders.push(entry.path());
-        }
-    }
-    folders
-        .iter()
-        .find_map(|folder| first_symlink(folder, depth - 1))
+/// The first entry below `dir` (at any depth, never following a link) that
+/// is a symlink, or anything but a folder or a regular file (a FIFO, a
+/// socket, a device); a missing or unreadable folder holds none. For a build
+/// folder a tool hands to cargo, which would write through a link it finds
+/// there, or block on a FIFO.
+pub fn first_unsafe_entry(dir: &Path) -> Option<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .follow_links(false)
+        .into_iter()
+        .filter_map(|entry| entry.ok())
+        .find(|entry| {
+            let kind = entry.file_type();
+            !(kind.is_dir() || kind.is_file())
+        })
+        .map(|entry| entry.into_path())
 }
 
 #[cfg(test)]
@@ -342,16 +334,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_symlink_in_a_build_folder_is_found_two_levels_down_and_not_followed() {
+    fn a_link_or_fifo_anywhere_in_a_build_folder_is_found_and_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("debug/deps")).unwrap();
-        assert_eq!(first_symlink(root, 2), None);
+        std::fs::write(root.join("debug/deps/a.d"), "").unwrap();
+        assert_eq!(first_unsafe_entry(root), None);
         let outside = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.join("debug/build")).unwrap();
-        assert_eq!(first_symlink(root, 2), Some(root.join("debug/build")));
-        assert_eq!(first_symlink(root, 1), None, "one level sees only debug/");
-        assert_eq!(first_symlink(&root.join("missing"), 2), None);
+        std::fs::create_dir(outside.path().join("inside")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.join("debug/deps/b.d")).unwrap();
+        assert_eq!(first_unsafe_entry(root), Some(root.join("debug/deps/b.d")));
+        std::fs::remove_file(root.join("debug/deps/b.d")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("debug/deps/c.d"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(first_unsafe_entry(root), Some(root.join("debug/deps/c.d")));
+        assert_eq!(first_unsafe_entry(&root.join("missing")), None);
     }
     use std::fs;
     use std::os::unix::fs::symlink;

@@ -146,6 +146,62 @@ fn a_symlink_inside_target_is_refused_before_cargo_writes_through_it() {
         fs::read_dir(&outside).unwrap().next().is_none(),
         "nothing was written outside the lab"
     );
+
+    // Deeper down too: a dep-info file cargo would overwrite through a link,
+    // and a FIFO cargo would wait on.
+    fs::remove_file(lab.join("target/debug")).unwrap();
+    fs::create_dir_all(lab.join("target/debug/deps")).unwrap();
+    let victim = outside.join("victim.d");
+    fs::write(&victim, "someone else's\n").unwrap();
+    std::os::unix::fs::symlink(&victim, lab.join("target/debug/deps/course-0.d")).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .fails_with(2, &["target/debug/deps/course-0.d"]);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "someone else's\n");
+    fs::remove_file(lab.join("target/debug/deps/course-0.d")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        lab.join("target/debug/deps/course-1.d"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .fails_with(2, &["target/debug/deps/course-1.d"]);
+}
+
+#[test]
+fn a_fifo_among_the_labs_files_is_refused_not_waited_on() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    for file in [
+        "course/src/lib.rs",
+        "course/Cargo.toml",
+        "course/tests/focused.rs",
+    ] {
+        let saved = fs::read(lab.join(file)).unwrap();
+        fs::remove_file(lab.join(file)).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            lab.join(file),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        fixture
+            .xtask(&["check", "01", "lab", "--timeout", "60"])
+            .fails_with(2, &[file, "不是普通文件"]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{file}"
+        );
+        fs::remove_file(lab.join(file)).unwrap();
+        fs::write(lab.join(file), saved).unwrap();
+    }
 }
 
 #[test]

@@ -163,9 +163,16 @@ pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String 
 }
 
 /// A symlink directly inside the lab's build folder, where cargo writes.
+pub fn lab_file_special(lab: &str, entry: &str) -> String {
+    format!(
+        "练习目录 {lab} 里的 {entry} 不是普通文件（比如是命名管道）：cargo 读它会一直等下去，check 不会运行。\
+         删掉它，换回普通文件再运行"
+    )
+}
+
 pub fn target_entry_linked(lab: &str, entry: &str) -> String {
     format!(
-        "练习目录 {lab} 的构建文件夹里 {entry} 是符号链接：cargo 会穿过它写到练习目录之外，check 不会运行。\
+        "练习目录 {lab} 的构建文件夹里 {entry} 是符号链接或不是普通文件：cargo 会穿过链接写到练习目录之外，或者一直等着命名管道，check 不会运行。\
          删掉它（`rm {entry}`，或整个 `rm -r target`）再运行，下一次构建会重新生成"
     )
 }

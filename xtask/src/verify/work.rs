@@ -53,11 +53,12 @@ impl<'a> Work<'a> {
         for id in ids {
             safe_fs::folder_inside(&root, Path::new(&id.to_string())).map_err(refused)?;
         }
-        // cargo writes below its build folder and would follow a link there.
-        if let Some(link) = safe_fs::first_symlink(&cargo_target, 2) {
+        // cargo writes below its build folder: it would follow a link there,
+        // or wait on a FIFO.
+        if let Some(link) = safe_fs::first_unsafe_entry(&cargo_target) {
             return Err(Error::bad_input(format!(
-                "{} is a symlink: verify never lets cargo build through one; remove it \
-                 (or the whole {}) and run again",
+                "{} is a symlink or not a regular file: verify never lets cargo build through \
+                 a link or wait on a FIFO; remove it (or the whole {}) and run again",
                 link.display(),
                 cargo_target.display()
             )));
