@@ -8,7 +8,7 @@ use crate::chapter;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::manifest::Manifest;
-use crate::out::display_path;
+use crate::out::{display_path, escape_control};
 use crate::repo::CourseRepo;
 
 /// Resolves DIR against the current folder, then against the repository
@@ -23,7 +23,7 @@ pub fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<Pa
         .and_then(|candidate| candidate.canonicalize().ok());
     let Some(lab) = found else {
         return Err(Error::bad_input(say::no_such_lab(
-            &dir.display().to_string(),
+            &escape_control(&dir.display().to_string()),
             &id,
             &root.display().to_string(),
             &labs_in_sight(&here, &root),
@@ -31,14 +31,14 @@ pub fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<Pa
     };
     if lab == root || root.starts_with(&lab) {
         return Err(Error::bad_input(say::is_the_repository(
-            &lab.display().to_string(),
+            &escape_control(&lab.display().to_string()),
             &id,
             &labs_in_sight(&here, &root),
         )));
     }
     if !is_lab(&lab) {
         return Err(Error::bad_input(say::not_a_lab(
-            &lab.display().to_string(),
+            &escape_control(&lab.display().to_string()),
             &id,
             &labs_in_sight(&here, &root),
         )));

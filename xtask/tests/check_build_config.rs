@@ -227,3 +227,61 @@ fn a_step_id_with_trailing_spaces_is_shown_quoted() {
     let run = fixture.xtask(&["check", "01", "lab"]);
     run.prints(&["  \"2.1  \" "]);
 }
+
+/// A test runner that prints a passing report for both focused tests,
+/// whatever the code does.
+fn fake_runner(fixture: &Fixture) -> PathBuf {
+    let runner = fixture.dir.path().join("fake-runner.sh");
+    fs::write(
+        &runner,
+        "#!/bin/sh\nprintf 'running 2 tests\\ntest adds ... ok\\ntest doubles ... ok\\n\\n\
+         test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'\n",
+    )
+    .unwrap();
+    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).unwrap();
+    runner
+}
+
+#[test]
+fn a_runner_set_in_the_environment_never_answers_for_the_tests() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab(&fixture, &broken());
+    let runner = fake_runner(&fixture);
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let variable = format!(
+        "CARGO_TARGET_{}_RUNNER",
+        triple.to_uppercase().replace('-', "_")
+    );
+    let run = common::xtask_with_env(
+        fixture.root(),
+        &["check", "01", "lab"],
+        &[(variable.as_str(), runner.as_path())],
+    );
+    assert_eq!(
+        run.code, 1,
+        "the runner's report is no verdict:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_runner_in_a_cargo_config_above_the_lab_makes_the_run_untrustworthy() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.xtask(&["practice", "01", "sub/lab"]).success();
+    fs::write(fixture.root().join("sub/lab/course/src/lib.rs"), broken()).unwrap();
+    let runner = fake_runner(&fixture);
+    fs::create_dir_all(fixture.root().join("sub/.cargo")).unwrap();
+    fs::write(
+        fixture.root().join("sub/.cargo/config.toml"),
+        format!(
+            "[target.'cfg(all())']\nrunner = {:?}\n",
+            runner.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = fixture.xtask(&["check", "01", "sub/lab"]);
+    assert_eq!(run.code, 1, "a faked report is no verdict:\n{}", run.stdout);
+    run.prints(&["sub/.cargo/config.toml", "练习目录之外"]);
+    let json = fixture.xtask(&["check", "01", "sub/lab", "--json"]).json();
+    assert_eq!(json["changedBuildConfig"][0]["change"], "outside");
+}

@@ -189,6 +189,13 @@ pub fn build_config_gone(path: &str, restore: &str) -> String {
     format!("✗ {path} 不在练习目录里：构建配置不全，结果不能算数。恢复它：\n    {restore}")
 }
 
+pub fn build_config_outside(path: &str) -> String {
+    format!(
+        "✗ 练习目录之外的 {path} 设置了 cargo 怎样编译或运行测试（runner、rustc 包装或自带的工具链）：\
+         这样跑出的结果不能算数。去掉这项设置，或者把练习目录放到不受它影响的地方"
+    )
+}
+
 pub fn build_config_added(path: &str, restore: &str) -> String {
     format!(
         "✗ {path} 是本章起点没有的构建配置：它能改变 cargo 构建什么、怎样运行测试，结果不能算数。删掉 {path}：\n    {restore}"
