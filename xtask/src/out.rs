@@ -6,10 +6,10 @@
 //! [`outln!`] and [`out!`] instead. A failed write never ends the command:
 //! the first failure is remembered, nothing more is written, and the
 //! command goes on to its verdict, which is its exit status (`check … |
-//! true` still exits 1 on red work). When the command otherwise succeeded,
-//! [`catch_print_panics`] turns a stdout that was full or broken (not merely
-//! closed by its reader) into one line on stderr and exit 3: the report was
-//! lost. A closed pipe costs nothing: whoever read it went away.
+//! true` still exits 1 on red work). A stdout that was full or broken (not
+//! merely closed by its reader) adds one line on stderr saying the report
+//! was lost, and changes no exit status. A closed pipe costs nothing:
+//! whoever read it went away.
 //! [`catch_print_panics`] also turns a `println!` that is still left
 //! somewhere into an error, so no command ever reports a panic for it.
 

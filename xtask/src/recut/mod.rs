@@ -113,14 +113,13 @@ impl cli::Recut {
         // index lock and may be half way through a swap it must undo.
         let _section = signals::defer();
         let appended = self.cut(repo).map_err(report::ended)?;
-        let mut output = report::Output;
-        report::print_commits(&mut output, &repo.git, &appended)?;
+        report::print_commits(&repo.git, &appended)?;
         report::exit_if_interrupted("verify did not run");
-        if self.no_verify {
-            return output.finish();
+        if !self.no_verify {
+            report::verify(repo)?;
         }
-        report::verify(&mut output, repo)?;
-        output.finish()
+        report::say_if_lost();
+        Ok(())
     }
 
     /// Everything up to and including the move of the branch, the index

@@ -4,17 +4,15 @@
 //! the work tree are: all as they were ([`AS_THEY_WERE`]) or all at the new
 //! state ([`AT_NEW`]). Its exit status never depends on whether anyone reads
 //! its output: when standard output is closed (`recut … | true`) or full,
-//! the rest of the report (verify's table included) goes to `/dev/null`,
-//! `verify` still runs, and its verdict is the exit status.
-
-use std::fmt;
+//! the rest of the report (verify's table included) is not written, `verify`
+//! still runs, and its verdict is the exit status.
 
 use git2::Repository;
 
 use super::Appended;
 use super::text::describe;
 use crate::error::{self, Error, Result};
-use crate::out::{self, noteln};
+use crate::out::{self, noteln, outln};
 use crate::repo::CourseRepo;
 use crate::runner::DEFAULT_TIMEOUT;
 use crate::signals;
@@ -25,36 +23,22 @@ pub const AS_THEY_WERE: &str = "the branch, the index and the work tree are all 
 /// Where everything is after a complete re-cut.
 pub const AT_NEW: &str = "the branch, the index and the work tree are all at the new state";
 
-/// Standard output as the report writes it. A failed write is remembered by
-/// [`out`], which turns it into the exit status once the command is over
-/// (a closed pipe: none; a full one: exit 3); the report, and verify after
-/// it, carry on regardless, so nothing is skipped because its output went
-/// nowhere.
-pub struct Output;
-
-impl Output {
-    /// Writes one line.
-    fn line(&mut self, args: fmt::Arguments<'_>) {
-        // `out` never fails a write; it keeps the failure for the verdict.
-        let _ = out::write_line(args);
-    }
-
-    /// A lost report (a full stdout) changes no verdict; the one line on
-    /// stderr then says where everything is, since the report could not.
-    pub fn finish(self) -> Result<()> {
-        if let Some(error) = out::stdout_lost() {
-            noteln!(
-                "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
-                 cannot write to standard output: {error}"
-            );
-            out::stdout_loss_reported();
-        }
-        Ok(())
+/// After the report: a lost report (a full stdout) changes no verdict, and
+/// this one line on stderr says where everything is, since the report
+/// could not. (A failed write to stdout never ends a command: [`out`]
+/// remembers it, so the report and verify after it carry on.)
+pub fn say_if_lost() {
+    if let Some(error) = out::stdout_lost() {
+        noteln!(
+            "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
+             cannot write to standard output: {error}"
+        );
+        out::stdout_loss_reported();
     }
 }
 
 /// The commits a re-cut appended, and where everything is now.
-pub fn print_commits(output: &mut Output, git: &Repository, appended: &Appended) -> Result<()> {
+pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
     let branch = &appended.branch;
     let shown_branch = branch
         .name
@@ -63,32 +47,30 @@ pub fn print_commits(output: &mut Output, git: &Repository, appended: &Appended)
     let old_head = git
         .find_commit(branch.head)
         .map_err(error::git("cannot read the old HEAD"))?;
-    output.line(format_args!(
+    outln!(
         "Re-cut on {shown_branch}, on top of {}:",
         describe(&old_head)
-    ));
+    )?;
     for id in &appended.commits {
         let commit = git
             .find_commit(*id)
             .map_err(error::git(format!("cannot read commit {id}")))?;
-        output.line(format_args!("  {}", describe(&commit)));
+        outln!("  {}", describe(&commit))?;
     }
     for note in &appended.notes {
-        output.line(format_args!("note: {note}"));
+        outln!("note: {note}")?;
     }
-    output.line(format_args!(
+    outln!(
         "The re-cut is complete: {AT_NEW} (the learner's files match HEAD; tooling files \
          and their index entries were left as they were)."
-    ));
+    )?;
     Ok(())
 }
 
 /// Runs `verify` on every chapter; its verdict is recut's.
-pub fn verify(output: &mut Output, repo: &CourseRepo) -> Result<()> {
-    output.line(format_args!(""));
-    output.line(format_args!(
-        "Verifying every chapter (skip this with --no-verify)…"
-    ));
+pub fn verify(repo: &CourseRepo) -> Result<()> {
+    outln!()?;
+    outln!("Verifying every chapter (skip this with --no-verify)…")?;
     let options = verify::Options {
         ids: Vec::new(),
         timeout: DEFAULT_TIMEOUT,
