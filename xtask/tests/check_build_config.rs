@@ -7,8 +7,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use common::{ANSWER, Fixture, tiny_course};
 
@@ -67,38 +66,14 @@ fn a_cargo_toml_that_redirects_the_focused_test_is_reported_and_restorable() {
     assert_eq!(changed["path"], "course/Cargo.toml");
     assert_eq!(changed["change"], "changed");
 
-    // The printed command restores it; with the answer, the chapter is done.
-    let restore = changed["restore"].as_str().unwrap();
-    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
-    assert!(restored.success(), "{restore}");
-    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
-    fixture
-        .xtask(&["check", "01", "lab"])
-        .success()
-        .prints(&["第 01 章完成"]);
+    common::restore_then_complete(&fixture, &lab, changed["restore"].as_str().unwrap());
 }
 
 #[test]
 fn a_cargo_config_whose_runner_fakes_the_report_is_reported_as_added() {
     let fixture = tiny_course("", ANSWER, |_| {});
     let lab = lab(&fixture, &broken());
-    let runner = fixture.dir.path().join("runner.sh");
-    fs::write(
-        &runner,
-        "#!/bin/sh\nprintf 'running 2 tests\\ntest adds ... ok\\ntest doubles ... ok\\n\\n\
-         test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'\n",
-    )
-    .unwrap();
-    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::create_dir_all(lab.join(".cargo")).unwrap();
-    fs::write(
-        lab.join(".cargo/config.toml"),
-        format!(
-            "[target.'cfg(all())']\nrunner = {:?}\n",
-            runner.display().to_string()
-        ),
-    )
-    .unwrap();
+    runner_config(&lab, &fake_runner(&fixture));
 
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1, "a faked report is no verdict:\n{}", run.stdout);
@@ -242,6 +217,20 @@ fn fake_runner(fixture: &Fixture) -> PathBuf {
     runner
 }
 
+/// A `.cargo/config.toml` in `folder` that makes `runner` run every test
+/// binary, on any target.
+fn runner_config(folder: &Path, runner: &Path) {
+    fs::create_dir_all(folder.join(".cargo")).unwrap();
+    fs::write(
+        folder.join(".cargo/config.toml"),
+        format!(
+            "[target.'cfg(all())']\nrunner = {:?}\n",
+            runner.display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
 #[test]
 fn a_runner_set_in_the_environment_never_answers_for_the_tests() {
     let fixture = tiny_course("", ANSWER, |_| {});
@@ -269,16 +258,7 @@ fn a_runner_in_a_cargo_config_above_the_lab_makes_the_run_untrustworthy() {
     let fixture = tiny_course("", ANSWER, |_| {});
     fixture.xtask(&["practice", "01", "sub/lab"]).success();
     fs::write(fixture.root().join("sub/lab/course/src/lib.rs"), broken()).unwrap();
-    let runner = fake_runner(&fixture);
-    fs::create_dir_all(fixture.root().join("sub/.cargo")).unwrap();
-    fs::write(
-        fixture.root().join("sub/.cargo/config.toml"),
-        format!(
-            "[target.'cfg(all())']\nrunner = {:?}\n",
-            runner.display().to_string()
-        ),
-    )
-    .unwrap();
+    runner_config(&fixture.root().join("sub"), &fake_runner(&fixture));
     let run = fixture.xtask(&["check", "01", "sub/lab"]);
     assert_eq!(run.code, 1, "a faked report is no verdict:\n{}", run.stdout);
     run.prints(&["sub/.cargo/config.toml", "练习目录之外"]);

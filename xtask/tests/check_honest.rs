@@ -144,15 +144,11 @@ fn a_changed_focused_test_is_reported_with_the_command_that_restores_it() {
     assert_eq!(json["changedTests"][0]["path"], "course/tests/focused.rs");
     assert_eq!(json["changedTests"][0]["missing"], false);
 
-    // The printed command restores it; with the answer, the chapter is done.
-    let restore = json["changedTests"][0]["restore"].as_str().unwrap();
-    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
-    assert!(restored.success(), "{restore}");
-    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
-    fixture
-        .xtask(&["check", "01", "lab"])
-        .success()
-        .prints(&["第 01 章完成"]);
+    common::restore_then_complete(
+        &fixture,
+        &lab,
+        json["changedTests"][0]["restore"].as_str().unwrap(),
+    );
 }
 
 #[test]

@@ -686,3 +686,16 @@ pub fn failed_proofs(proofs: &[(String, bool, String)]) -> Vec<(&str, &str)> {
         .map(|(name, _, detail)| (name.as_str(), detail.as_str()))
         .collect()
 }
+
+/// Runs the `restore` command a `check` report printed, writes the answer
+/// into the lab of chapter 01 and requires `check` to call it complete: a
+/// report's restore line really restores.
+pub fn restore_then_complete(fixture: &Fixture, lab: &Path, restore: &str) {
+    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
+    assert!(restored.success(), "{restore}");
+    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["第 01 章完成"]);
+}
