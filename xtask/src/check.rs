@@ -59,7 +59,7 @@ use crate::watch::{self, Watcher};
 /// The learner's position, as `--json` prints it. Every field name and
 /// every value the tool itself chooses is ASCII and stable; text from the
 /// manifest (`title`) and from rustc and the tests is passed on as it is.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Position {
     chapter: String,
@@ -199,24 +199,10 @@ impl cli::Check {
             chapter: manifest.id.to_string(),
             title: manifest.title.clone(),
             focused_test_present: manifest.focused_test.under(lab).is_file(),
-            changed_tests: Vec::new(),
-            tests_verified: false,
-            changed_build_config: Vec::new(),
-            compiled: false,
-            timed_out: false,
-            errors: Vec::new(),
-            steps: Vec::new(),
-            first_failure: None,
-            first_failure_step: None,
-            passed: 0,
-            ran: 0,
             expected: manifest.expected_tests,
-            complete: false,
-            cargo_output: None,
-            output: String::new(),
             lab: lab.to_path_buf(),
             lab_from_root: from_root(&repo.root, lab),
-            unexplained: None,
+            ..Position::default()
         };
         let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
         position.changed_tests = changed;

@@ -198,7 +198,6 @@ fn step_status(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use super::*;
 
@@ -211,27 +210,10 @@ mod tests {
         }))
         .unwrap();
         let position = Position {
-            chapter: String::new(),
-            title: String::new(),
             focused_test_present: true,
-            changed_tests: Vec::new(),
             tests_verified: true,
-            changed_build_config: Vec::new(),
             compiled: true,
-            timed_out: false,
-            errors: Vec::new(),
-            steps: Vec::new(),
-            first_failure: None,
-            first_failure_step: None,
-            passed: 0,
-            ran: 0,
-            expected: None,
-            complete: false,
-            cargo_output: None,
-            output: String::new(),
-            lab: PathBuf::new(),
-            lab_from_root: String::new(),
-            unexplained: None,
+            ..Position::default()
         };
         let report = Report {
             passed: vec!["adds".to_string()],
