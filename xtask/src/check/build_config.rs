@@ -4,7 +4,9 @@
 //! another file), and the lab holds no build configuration the base lacks:
 //! a `.cargo/` folder (a `runner` can print any report), a `build.rs` or a
 //! toolchain file, in the lab's root, a package folder or any folder
-//! between them. (Folders above the lab are the learner's own setup.)
+//! between them. Above the lab (parent folders, cargo's home) only what
+//! changes how tests compile or run counts: a `runner`, a rustc wrapper, a
+//! toolchain `path`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
