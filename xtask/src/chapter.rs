@@ -197,12 +197,13 @@ impl ChapterFolder {
     }
 }
 
-/// Checks the manifest against the target commit: the focused test and
-/// every teaching file must be files there.
+/// Checks the manifest against the target commit: the focused test, every
+/// teaching file and every lab file must be files there.
 pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {
     let tree = repo.tree_of(checkpoint.target.oid)?;
     let missing: Vec<String> = std::iter::once(&manifest.focused_test)
         .chain(&manifest.teaching_files)
+        .chain(&manifest.lab_files)
         .filter(|path| !matches!(tree::file_at(&repo.git, &tree, path.as_str()), Ok(Some(_))))
         .map(|path| format!("`{path}`"))
         .collect();

@@ -10,10 +10,11 @@
 //! - the test files the lab got from the target (the focused test, a step's
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
-//! - the lab builds the way its base tree does: its `Cargo.toml` files are
-//!   the base's, it holds no `.cargo/`, `build.rs` or toolchain file the base
-//!   lacks, and no cargo config above it sets a runner or a rustc wrapper
-//!   ([`build_config`]); else the run proves nothing;
+//! - the lab builds the way its base does (the base tree with the target's
+//!   `labFiles` over it): its `Cargo.toml` files are the base's, it holds
+//!   no `.cargo/`, `build.rs` or toolchain file the base lacks, and no cargo
+//!   config above it sets a runner or a rustc wrapper ([`build_config`]);
+//!   else the run proves nothing;
 //! - nothing inside `DIR/target` is a symlink or FIFO cargo would write
 //!   through or wait on, and no lab file is a FIFO ([`cargo_hazards`]);
 //! - a run in which no test ran is red, whatever `expectedTests` says;

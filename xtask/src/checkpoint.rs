@@ -26,6 +26,8 @@ struct Report<'a> {
     /// Files the layer changes, with git's one-letter status (A, M, D, R, …).
     files: Vec<ChangedFile>,
     focused_test: &'a str,
+    /// Further files the lab takes from the target (`labFiles`).
+    lab_files: Vec<&'a str>,
     commands: Commands,
 }
 
@@ -58,6 +60,11 @@ impl cli::Checkpoint {
             target: &checkpoint.target,
             files,
             focused_test: manifest.focused_test.as_str(),
+            lab_files: manifest
+                .lab_files
+                .iter()
+                .map(|file| file.as_str())
+                .collect(),
             commands: commands(&manifest, &checkpoint),
         };
         if json {
@@ -146,6 +153,7 @@ fn print_text(report: &Report<'_>) -> Result<()> {
         "{}",
         say::checkpoint_commands(
             report.focused_test,
+            &report.lab_files,
             &report.commands.practice,
             &report.commands.run
         )

@@ -3,13 +3,13 @@
 //! the two can never drift apart.
 //!
 //! A lab holds the base tree (the parent's when rebuilding, the target's
-//! when observing) without the tooling, the target's test files for the
-//! chapter ([`Manifest::lab_tests`]: the focused test and each step's own
-//! test file), the chapter's guide with a header and the course's tutor
-//! protocol. Nothing else from the target, so the answer never leaks.
-//! Nothing is written through a symlink of the base tree: one on the way to
-//! a test file is refused; one at a test file's or the guide's own path is
-//! replaced, never followed.
+//! when observing) without the tooling, the target's files for the chapter
+//! ([`Manifest::target_files`]: the focused test, each step's own test file
+//! and the `labFiles`, each over the base's version), the chapter's guide
+//! with a header and the course's tutor protocol. Nothing else from the
+//! target, so the answer never leaks. Nothing is written through a symlink
+//! of the base tree: one on the way to a file is refused; one at a file's or
+//! the guide's own path is replaced, never followed.
 
 use std::path::Path;
 
@@ -43,21 +43,23 @@ pub fn build(
     let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
 
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
-    for test in manifest.lab_tests() {
-        let test = test.as_str();
-        let content = tree::file_at(git, &target_tree, test)?.ok_or_else(|| {
-            let field = if test == manifest.focused_test.as_str() {
+    for file in manifest.target_files() {
+        let file = file.as_str();
+        let content = tree::file_at(git, &target_tree, file)?.ok_or_else(|| {
+            let field = if file == manifest.focused_test.as_str() {
                 "`focusedTest`"
+            } else if manifest.lab_files.iter().any(|lab| lab.as_str() == file) {
+                "`labFiles`"
             } else {
                 "the step's `testFile`"
             };
             Error::bad_input(format!(
-                "the test file {test} is not in target {}: fix {field} in the manifest",
+                "{file} is not a file in target {}: fix {field} in the manifest",
                 checkpoint.target.short
             ))
         })?;
-        safe_fs::write_inside(dest, Path::new(test), &content, 0o644)
-            .map_err(|refusal| refused(&refusal, &base_name, test))?;
+        safe_fs::write_inside(dest, Path::new(file), &content, 0o644)
+            .map_err(|refusal| refused(&refusal, &base_name, file))?;
     }
 
     let with_header = say::guide_with_header(manifest, checkpoint, pointer, &handout.guide);

@@ -82,6 +82,10 @@ pub struct Manifest {
     pub steps: Vec<Step>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
+    /// Further files the lab takes from the target besides the lab tests: a
+    /// runnable example, the build files when the chapter adds a dependency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lab_files: Vec<RepoPath>,
 }
 
 /// Where practice starts.
@@ -197,6 +201,14 @@ impl Manifest {
         tests
     }
 
+    /// Every file a lab takes from the target: the lab tests, then
+    /// `labFiles`.
+    pub fn target_files(&self) -> Vec<&RepoPath> {
+        let mut files = self.lab_tests();
+        files.extend(&self.lab_files);
+        files
+    }
+
     /// The distinct commands a lab runs: the chapter's `run`, then each
     /// step's own.
     pub fn runs(&self) -> Vec<&[String]> {
@@ -212,7 +224,8 @@ impl Manifest {
 
     /// What is wrong with the manifest on its own, before any commit is read:
     /// an empty `run`, duplicate ids, a focused test that is a teaching or
-    /// tooling file, a fault outside the teaching files, text shown on the
+    /// tooling file, a lab file listed twice or that is a lab test or a
+    /// teaching file, a fault outside the teaching files, text shown on the
     /// terminal with control characters in it.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = self.special_characters();
@@ -227,11 +240,8 @@ impl Manifest {
             ));
         }
         problems.extend(self.step_problems());
-        let step_tests = self.steps.iter().filter_map(|step| step.test_file.as_ref());
-        for path in std::iter::once(&self.focused_test)
-            .chain(step_tests)
-            .chain(&self.teaching_files)
-        {
+        problems.extend(self.lab_file_problems());
+        for path in self.target_files().into_iter().chain(&self.teaching_files) {
             if worlds::is_tooling(path.as_str().as_bytes()) {
                 problems.push(format!(
                     "{path} is a tooling path ({}): the learner's files live in the learner's world",
@@ -273,6 +283,29 @@ impl Manifest {
                     "step {} with filter `{}` is declared twice",
                     step.shown_id(),
                     shown(&step.filter)
+                ));
+            }
+        }
+        problems
+    }
+
+    /// A lab file listed twice, or that is a lab test or a teaching file.
+    fn lab_file_problems(&self) -> Vec<String> {
+        let tests = self.lab_tests();
+        let mut problems = Vec::new();
+        let mut seen = HashSet::new();
+        for file in &self.lab_files {
+            if !seen.insert(file) {
+                problems.push(format!("`labFiles` lists {file} twice"));
+            }
+            if tests.contains(&file) {
+                problems.push(format!(
+                    "`labFiles` lists {file}, which is already a lab test (`focusedTest` or a step's `testFile`)"
+                ));
+            }
+            if self.teaching_files.contains(file) {
+                problems.push(format!(
+                    "`labFiles` lists {file}, which is a teaching file: practice would copy the answer"
                 ));
             }
         }
@@ -573,6 +606,63 @@ mod tests {
             assert!(problems.contains(needle), "{needle}: {problems}");
         }
         assert_eq!(manifest.problems().len(), 5, "{problems}");
+    }
+
+    #[test]
+    fn lab_files_come_after_the_lab_tests_and_have_their_own_problems() {
+        let manifest = wire_manifest(|json| {
+            json["labFiles"] = serde_json::json!(["Cargo.lock", "course/examples/chat.rs"]);
+        });
+        assert!(manifest.problems().is_empty(), "{:?}", manifest.problems());
+        let files: Vec<&str> = manifest.target_files().iter().map(|f| f.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "course/tests/focused.rs",
+                "course/tests/wire.rs",
+                "Cargo.lock",
+                "course/examples/chat.rs"
+            ]
+        );
+
+        let manifest = wire_manifest(|json| {
+            json["labFiles"] = serde_json::json!([
+                "Cargo.lock",
+                "Cargo.lock",
+                "course/tests/wire.rs",
+                "course/src/types.rs",
+                ".cargo/config.toml"
+            ]);
+        });
+        let problems = manifest.problems().join("\n");
+        for needle in [
+            "`labFiles` lists Cargo.lock twice",
+            "`labFiles` lists course/tests/wire.rs, which is already a lab test",
+            "`labFiles` lists course/src/types.rs, which is a teaching file",
+            ".cargo/config.toml is a tooling path",
+        ] {
+            assert!(problems.contains(needle), "{needle}: {problems}");
+        }
+        assert_eq!(manifest.problems().len(), 4, "{problems}");
+
+        let error = serde_json::from_value::<Manifest>(serde_json::json!({
+            "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],
+            "labfile": ["Cargo.lock"]
+        }))
+        .unwrap_err();
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `labfile`: did you mean `labFiles`?")
+        );
+        let error = serde_json::from_value::<Manifest>(serde_json::json!({
+            "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],
+            "labFiles": ["../Cargo.lock"]
+        }))
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("leaves the repository"),
+            "{error}"
+        );
     }
 
     #[test]

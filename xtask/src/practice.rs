@@ -1,6 +1,6 @@
 //! `practice NN DIR`: an isolated exercise folder — the parent's tree, the
-//! target's test files and the learner's guide ([`lab::build`]); no
-//! history, no answer.
+//! target's test files and `labFiles`, and the learner's guide
+//! ([`lab::build`]); no history, no answer.
 //!
 //! Nothing is written before every check passed (see [`Destination`]); the
 //! folder is built in a staging folder beside DIR and renamed into place, so
@@ -146,6 +146,12 @@ fn print_made(manifest: &Manifest, checkpoint: &Checkpoint, dir: &Path, made: &M
     )?;
     for test in manifest.lab_tests().into_iter().skip(1) {
         outln!("  {}", say::practice_added_step_test(test.as_str()))?;
+    }
+    for file in &manifest.lab_files {
+        outln!(
+            "  {}",
+            say::practice_added_lab_file(&checkpoint.target.short, file.as_str())
+        )?;
     }
     for submodule in &written.submodules {
         outln!("  {}", say::practice_submodule(submodule))?;

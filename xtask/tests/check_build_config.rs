@@ -69,6 +69,43 @@ fn a_cargo_toml_that_redirects_the_focused_test_is_reported_and_restorable() {
     common::restore_then_complete(&fixture, &lab, changed["restore"].as_str().unwrap());
 }
 
+/// The lab's base is the parent with the target's `labFiles` over it: the
+/// target's crate manifest is no change, and a change to it is restored from
+/// the target.
+#[test]
+fn the_targets_lab_files_are_the_labs_base_build_files() {
+    let fixture = common::tiny_course_with_lab_files(|_| {});
+    let lab = lab(&fixture, ANSWER);
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["第 01 章完成"]);
+
+    fs::write(lab.join("course/src/lib.rs"), broken()).unwrap();
+    fs::write(
+        lab.join("course/Cargo.toml"),
+        common::LAB_CARGO_TOML.replace("loud", "quiet"),
+    )
+    .unwrap();
+    let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+    assert_eq!(json["complete"], false);
+    let changed = &json["changedBuildConfig"];
+    assert_eq!(changed.as_array().unwrap().len(), 1, "{changed}");
+    assert_eq!(changed[0]["path"], "course/Cargo.toml");
+    let target = fixture.head().to_string()[..7].to_string();
+    let restore = changed[0]["restore"].as_str().unwrap();
+    assert!(
+        restore.contains(&format!("show {target}:course/Cargo.toml > ")),
+        "{restore}"
+    );
+
+    common::restore_then_complete(&fixture, &lab, restore);
+    assert_eq!(
+        fs::read_to_string(lab.join("course/Cargo.toml")).unwrap(),
+        common::LAB_CARGO_TOML
+    );
+}
+
 #[test]
 fn a_cargo_config_whose_runner_fakes_the_report_is_reported_as_added() {
     let fixture = tiny_course("", ANSWER, |_| {});

@@ -110,6 +110,26 @@ fn a_symlinked_folder_on_the_way_to_a_step_test_file_is_never_written_through() 
     assert_eq!(snapshot(fixture.dir.path()), beside_before);
 }
 
+/// So does a lab file.
+#[test]
+fn a_symlinked_folder_on_the_way_to_a_lab_file_is_never_written_through() {
+    let outside_holder = tempfile::tempdir().unwrap();
+    let outside = outside_holder.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let fixture = parent_with_symlink("course/tests", outside.to_str().unwrap());
+    let manifest = serde_json::json!({
+        "id": "03", "title": "t", "focusedTest": "course/src/lib.rs",
+        "teachingFiles": [], "run": ["true"], "labFiles": ["course/tests/message_ir.rs"]
+    });
+    fixture.write_manifest("03", &manifest.to_string());
+    let beside_before = snapshot(fixture.dir.path());
+    let run = fixture.xtask(&["practice", "03", "lab"]);
+    run.fails_with(2, &["symlink", "course/tests"]);
+    no_panic(&run.stderr);
+    assert!(snapshot(&outside).is_empty(), "nothing written outside");
+    assert_eq!(snapshot(fixture.dir.path()), beside_before);
+}
+
 #[test]
 fn a_symlinked_guide_or_focused_test_in_the_parent_tree_is_replaced_not_followed() {
     let outside = tempfile::tempdir().unwrap();

@@ -538,3 +538,50 @@ fn the_course_tutor_protocol_is_handed_out_with_the_guide() {
         "a course without one hands none out"
     );
 }
+
+#[test]
+fn lab_files_come_from_the_target_over_the_parents_and_checkpoint_lists_them() {
+    let fixture = common::tiny_course_with_lab_files(|_| {});
+    let target = fixture.head().to_string()[..7].to_string();
+    fixture
+        .xtask(&["practice", "01", "lab"])
+        .success()
+        .prints(&[
+            &format!("另有终点 {target} 的文件 Cargo.lock"),
+            "course/Cargo.toml",
+            "course/examples/demo.rs",
+        ]);
+    let lab = fixture.root().join("lab");
+    let at_target = fixture.files_at("HEAD");
+    for file in ["Cargo.lock", "course/Cargo.toml", "course/examples/demo.rs"] {
+        assert_eq!(
+            fs::read(lab.join(file)).unwrap(),
+            at_target[file].1,
+            "{file} is the target's, byte for byte"
+        );
+    }
+    assert_eq!(read(&lab.join("course/Cargo.toml")), common::LAB_CARGO_TOML);
+    assert_eq!(read(&lab.join("course/src/lib.rs")), "", "no answer");
+
+    let json = fixture.xtask(&["checkpoint", "01", "--json"]).json();
+    assert_eq!(
+        json["labFiles"],
+        serde_json::json!(["Cargo.lock", "course/Cargo.toml", "course/examples/demo.rs"])
+    );
+    fixture
+        .xtask(&["checkpoint", "01"])
+        .success()
+        .prints(&["终点另给的文件：Cargo.lock、course/Cargo.toml、course/examples/demo.rs"]);
+}
+
+#[test]
+fn a_lab_file_missing_at_the_target_is_named_and_leaves_nothing() {
+    let fixture = common::tiny_course_with_lab_files(|manifest| {
+        manifest["labFiles"][2] = "course/examples/gone.rs".into();
+    });
+    let before = snapshot(fixture.root());
+    fixture
+        .xtask(&["practice", "01", "lab"])
+        .fails_with(2, &["`course/examples/gone.rs`", "不存在"]);
+    assert_eq!(snapshot(fixture.root()), before);
+}

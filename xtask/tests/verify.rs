@@ -56,6 +56,26 @@ fn an_honest_checkpoint_passes_every_proof() {
     assert!(table.stdout.contains("every checkpoint is honest"));
 }
 
+/// The parent proof keeps the build files among `labFiles` and leaves out
+/// the example, which compiles only with the answer (`cargo test
+/// --workspace` builds examples); the leak proof lets the example name what
+/// the layer adds.
+#[test]
+fn a_chapter_with_lab_files_passes_every_proof() {
+    let fixture = common::tiny_course_with_lab_files(|_| {});
+    let (code, proofs, stderr) = verify(&fixture);
+    assert_eq!(code, 0, "{proofs:#?}\n{stderr}");
+    assert!(proofs.iter().all(|(_, passed, _)| *passed), "{proofs:#?}");
+    let parent = fixture.root().join("target/xtask-verify/01/parent");
+    assert_eq!(
+        std::fs::read_to_string(parent.join("course/Cargo.toml")).unwrap(),
+        common::LAB_CARGO_TOML
+    );
+    assert!(!parent.join("course/examples/demo.rs").exists());
+    let red = fixture.root().join("target/xtask-verify/01/red");
+    assert!(red.join("course/examples/demo.rs").is_file());
+}
+
 #[test]
 fn a_parent_that_already_passes_fails_red() {
     let fixture = tiny_course(ANSWER, &format!("{ANSWER}// layer\n"), |_| {});
@@ -231,6 +251,13 @@ fn a_manifest_that_would_leak_or_misspells_a_key_is_bad_input() {
             "unknown key `expectedTest`: did you mean `expectedTests`?",
             "checkpoint.json:1:",
         ],
+    );
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["labFiles"] = json!(["course/src/lib.rs"]);
+    });
+    fixture.xtask(&["verify"]).fails_with(
+        2,
+        &["`labFiles` lists course/src/lib.rs, which is a teaching file"],
     );
     let fixture = tiny_course("", ANSWER, |manifest| manifest["run"] = json!([]));
     fixture

@@ -1,7 +1,9 @@
-//! Whether the lab builds the way its base tree does. A run is trusted only
-//! when every `Cargo.toml` the lab got from the base is still the base's,
-//! byte for byte (a `[[test]]` entry can point the focused test's name at
-//! another file), and the lab holds no build configuration the base lacks:
+//! Whether the lab builds the way its base does: the base tree with the
+//! `labFiles` from the target over it (a chapter that adds a dependency
+//! hands out the target's `Cargo.toml`). A run is trusted only when every
+//! `Cargo.toml` the lab got from the base is still the base's, byte for byte
+//! (a `[[test]]` entry can point the focused test's name at another file),
+//! and the lab holds no build configuration the base lacks:
 //! a `.cargo/` folder (a `runner` can print any report), a `build.rs` or a
 //! toolchain file, in the lab's root, a package folder or any folder
 //! between them. Above the lab (parent folders, cargo's home) only what
@@ -68,7 +70,15 @@ pub(super) fn changed_build_config(
     };
     let base = checkpoint.base(manifest.mode);
     let base_tree = repo.tree_of(base.oid)?;
-    let blobs = tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?;
+    let mut blobs = tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?;
+    let target_tree = repo.tree_of(checkpoint.target.oid)?;
+    let mut from_target = BTreeSet::new();
+    for file in &manifest.lab_files {
+        if let Some(blob) = tree::blob_at(&target_tree, file.as_str()) {
+            from_target.insert(PathBuf::from(file.as_str()));
+            blobs.insert(PathBuf::from(file.as_str()), blob);
+        }
+    }
     let folders = package_folders(blobs.keys());
     let lab_path = |path: &Path| shell_word(&lab.join(path).display().to_string());
     let mut changed = Vec::new();
@@ -91,13 +101,18 @@ pub(super) fn changed_build_config(
             Ok(None) => Change::Missing,
             _ => Change::Changed,
         };
+        let commit = if from_target.contains(path) {
+            &checkpoint.target
+        } else {
+            base
+        };
         changed.push(ChangedConfig {
             path: path.display().to_string(),
             change,
             restore: format!(
                 "git -C {} show {} > {}",
                 shell_word(&root_text(&repo.root)),
-                shell_word(&format!("{}:{}", base.short, path.display())),
+                shell_word(&format!("{}:{}", commit.short, path.display())),
                 lab_path(path),
             ),
         });

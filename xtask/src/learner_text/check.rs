@@ -181,7 +181,7 @@ pub fn target_entry_linked(lab: &str, entry: &str) -> String {
 /// run may have built or run something else, so it proves nothing.
 pub fn build_config_changed(path: &str, restore: &str) -> String {
     format!(
-        "✗ {path} 和本章起点的版本不一样：构建配置被改过，cargo 跑的可能不是本章的测试，结果不能算数。恢复它：\n    {restore}"
+        "✗ {path} 和练习目录拿到时的版本不一样：构建配置被改过，cargo 跑的可能不是本章的测试，结果不能算数。恢复它：\n    {restore}"
     )
 }
 
@@ -198,6 +198,6 @@ pub fn build_config_outside(path: &str) -> String {
 
 pub fn build_config_added(path: &str, restore: &str) -> String {
     format!(
-        "✗ {path} 是本章起点没有的构建配置：它能改变 cargo 构建什么、怎样运行测试，结果不能算数。删掉 {path}：\n    {restore}"
+        "✗ {path} 是练习目录拿到时没有的构建配置：它能改变 cargo 构建什么、怎样运行测试，结果不能算数。删掉 {path}：\n    {restore}"
     )
 }

@@ -59,9 +59,21 @@ pub fn layer_changes(files: usize) -> String {
     format!("本章改动 {files} 个文件：")
 }
 
-pub fn checkpoint_commands(focused_test: &str, practice: &str, run: &str) -> String {
+/// The focused test, the further files the lab takes from the target (none
+/// for most chapters), and the commands to practise.
+pub fn checkpoint_commands(
+    focused_test: &str,
+    lab_files: &[&str],
+    practice: &str,
+    run: &str,
+) -> String {
+    let lab_files = match lab_files {
+        [] => String::new(),
+        files => format!("终点另给的文件：{}\n", files.join("、")),
+    };
     format!(
         "聚焦测试：{focused_test}\n\
+         {lab_files}\
          开始练习：{practice}\n\
          运行测试：在练习目录里 {run}"
     )

@@ -32,6 +32,12 @@ pub fn practice_added_step_test(test_file: &str) -> String {
     format!("另有步骤的测试文件 {test_file}")
 }
 
+/// A further file the lab takes from the target (`labFiles`): an example,
+/// a build file with the chapter's new dependency.
+pub fn practice_added_lab_file(target: &str, file: &str) -> String {
+    format!("另有终点 {target} 的文件 {file}")
+}
+
 pub fn practice_submodule(path: &str) -> String {
     format!("注意：子模块 {path} 没有复制（留下一个空文件夹）")
 }

@@ -1,7 +1,10 @@
 //! The proofs that run a lab's tests, each in a folder of its own:
 //!
 //! * **parent** — the lab without any lab test (the focused test and every
-//!   step's own test file) builds and its whole test suite passes;
+//!   step's own test file) builds and its whole test suite passes; of the
+//!   `labFiles` it keeps only the build files (a `Cargo.toml` or
+//!   `Cargo.lock`), since the others (the chapter's examples) need the
+//!   answer;
 //! * **red** — with the lab tests, the chapter's run and each step's own run
 //!   fail, by a compile error or a failing test, and the chapter run's
 //!   output holds every `red` string;
@@ -16,19 +19,31 @@
 //! counts say or omit.
 
 use std::fs;
+use std::path::Path;
 
 use super::Chapter;
 use super::work::{Work, tail};
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
-use crate::manifest::{self, Mode, Step};
+use crate::manifest::{self, Manifest, Mode, RepoPath, Step};
 
 /// The command that runs a learner workspace's whole test suite.
 pub const SUITE: [&str; 3] = ["cargo", "test", "--workspace"];
 
 /// The lab without any lab test is a working workspace.
 pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
-    let dir = work.lab(chapter, "parent", Mode::Rebuild)?;
+    let manifest = Manifest {
+        mode: Mode::Rebuild,
+        lab_files: chapter
+            .manifest
+            .lab_files
+            .iter()
+            .filter(|file| is_build_file(file))
+            .cloned()
+            .collect(),
+        ..chapter.manifest.clone()
+    };
+    let dir = work.lab(chapter, "parent", &manifest)?;
     let tests = chapter.manifest.lab_tests();
     for test in &tests {
         let path = test.under(&dir);
@@ -43,11 +58,21 @@ pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
     ))
 }
 
+/// A `Cargo.toml` or `Cargo.lock`: a lab file the parent builds with.
+fn is_build_file(file: &RepoPath) -> bool {
+    let name = Path::new(file.as_str()).file_name();
+    name == Some("Cargo.toml".as_ref()) || name == Some("Cargo.lock".as_ref())
+}
+
 /// With the lab tests, every run of the chapter fails at the parent.
 pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
     let parent = &chapter.checkpoint.parent;
-    let dir = work.lab(chapter, "red", Mode::Rebuild)?;
+    let rebuild = Manifest {
+        mode: Mode::Rebuild,
+        ..manifest.clone()
+    };
+    let dir = work.lab(chapter, "red", &rebuild)?;
     let runs = manifest.runs();
     for (index, run) in runs.iter().enumerate() {
         let captured = work.run(chapter, "red", &dir, run, &[])?;

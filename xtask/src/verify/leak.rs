@@ -1,10 +1,11 @@
 //! **leak** — a practice folder, written as `practice` writes it, holds the
-//! learner's world of its base commit, the lab tests (the focused test and
-//! each step's own test file, from the target) and the handout; no tooling,
-//! no `.git`, and no answer in any form:
+//! learner's world of its base commit, the files handed out from the target
+//! (the focused test, each step's own test file and the `labFiles`) and the
+//! handout; no tooling, no `.git`, and no answer in any form:
 //!
 //! * no public name the layer adds to the teaching files appears outside
-//!   the lab tests and the guide ([`super::names`] reads the names);
+//!   the files from the target and the guide ([`super::names`] reads the
+//!   names);
 //! * no file holds a teaching file's target content (compared without
 //!   whitespace), under any name — also a teaching file the layer leaves
 //!   unchanged, whose answer is then already at the parent.
@@ -34,7 +35,7 @@ use crate::worlds;
 /// A practice folder holds nothing it should not.
 pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
     progress(chapter.id(), "leak: writing a practice folder");
-    let dir = work.lab(chapter, "leak", chapter.manifest.mode)?;
+    let dir = work.lab(chapter, "leak", &chapter.manifest)?;
     let files = practice_files(&dir)?;
     let mut problems = differences(work.repo, chapter, &dir, &files)?;
     let names = added_names(work.repo, chapter)?;
@@ -115,11 +116,11 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
 }
 
 /// What a practice folder's files must be: the base tree's blobs, the
-/// target's lab tests and the handout.
+/// files from the target and the handout.
 struct Expected {
     base: BTreeMap<PathBuf, tree::Blob>,
-    /// Each lab test and its blob at the target.
-    lab_tests: BTreeMap<PathBuf, Option<tree::Blob>>,
+    /// Each file from the target (a lab test, a lab file) and its blob there.
+    from_target: BTreeMap<PathBuf, Option<tree::Blob>>,
     guide: String,
     tutor: Option<String>,
     /// The base commit's short id, for messages.
@@ -133,8 +134,8 @@ impl Expected {
         let base_tree = repo.tree_of(base.oid)?;
         let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
         let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
-        let lab_tests = manifest
-            .lab_tests()
+        let from_target = manifest
+            .target_files()
             .into_iter()
             .map(|test| {
                 let path = PathBuf::from(test.as_str());
@@ -144,7 +145,7 @@ impl Expected {
             .collect();
         Ok(Expected {
             base: tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?,
-            lab_tests,
+            from_target,
             // verify's labs are built without a pointer to a real place.
             guide: crate::learner_text::guide_with_header(
                 manifest,
@@ -172,8 +173,8 @@ impl Expected {
             let same = file.content.as_deref() == wanted.map(String::as_bytes);
             return (!same).then(|| format!("{shown} is not {what}"));
         }
-        let (wanted, from) = match self.lab_tests.get(relative) {
-            Some(blob) => (blob.as_ref(), "the target's lab test"),
+        let (wanted, from) = match self.from_target.get(relative) {
+            Some(blob) => (blob.as_ref(), "the target's version"),
             None => (self.base.get(relative), "the base tree"),
         };
         let Some(wanted) = wanted else {
@@ -186,23 +187,23 @@ impl Expected {
             .then(|| format!("{shown} differs from {from}"))
     }
 
-    /// The lab tests and base files the practice folder lacks.
+    /// The files from the target and base files the practice folder lacks.
     fn missing(&self, files: &[PracticeFile]) -> Vec<String> {
         let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
-        let tests = self.lab_tests.keys().filter(|test| !seen.contains(test));
+        let handed = self.from_target.keys().filter(|file| !seen.contains(file));
         let base = self
             .base
             .keys()
-            .filter(|path| !seen.contains(path) && !self.lab_tests.contains_key(*path));
-        tests
-            .map(|test| format!("the lab test {} is missing", test.display()))
+            .filter(|path| !seen.contains(path) && !self.from_target.contains_key(*path));
+        handed
+            .map(|file| format!("{} from the target is missing", file.display()))
             .chain(base.map(|path| format!("{} from the base tree is missing", path.display())))
             .collect()
     }
 }
 
 /// Compares a practice folder with the trees it was made from: no tooling,
-/// no `.git`, every file the base tree's, a lab test's or the handout's.
+/// no `.git`, every file the base tree's, the target's or the handout's.
 fn differences(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -221,12 +222,13 @@ fn differences(
     Ok(problems)
 }
 
-/// The files a practice folder may hold the answer in: the lab tests and
-/// the guide, and in `observe` mode the teaching files themselves.
+/// The files a practice folder may name the layer's public names in: the
+/// files from the target and the guide, and in `observe` mode the teaching
+/// files themselves.
 fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
     let manifest = &chapter.manifest;
     let mut allowed: Vec<PathBuf> = manifest
-        .lab_tests()
+        .target_files()
         .into_iter()
         .map(|test| PathBuf::from(test.as_str()))
         .collect();

@@ -19,7 +19,7 @@ use super::lock::{self, Lock};
 use crate::error::{self, Error, Result};
 use crate::lab;
 use crate::libtest::{self, Report};
-use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::manifest::{ChapterId, Manifest};
 use crate::out::noteln;
 use crate::repo::CourseRepo;
 use crate::runner::{Captured, Invocation};
@@ -94,17 +94,14 @@ impl<'a> Work<'a> {
         Ok(dir)
     }
 
-    /// A lab as `practice` writes it, in the given mode, with every lab test
-    /// of the manifest ([`Manifest::lab_tests`]).
-    pub fn lab(&self, chapter: &Chapter, name: &str, mode: Mode) -> Result<PathBuf> {
+    /// A lab as `practice` writes it for `manifest` (the chapter's, or a
+    /// proof's variant of it), with every file it takes from the target
+    /// ([`Manifest::target_files`]).
+    pub fn lab(&self, chapter: &Chapter, name: &str, manifest: &Manifest) -> Result<PathBuf> {
         let dir = self.fresh_folder(chapter, name)?;
-        let manifest = Manifest {
-            mode,
-            ..chapter.manifest.clone()
-        };
         lab::build(
             self.repo,
-            &manifest,
+            manifest,
             &chapter.checkpoint,
             &chapter.handout,
             &dir,
