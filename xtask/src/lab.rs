@@ -40,7 +40,13 @@ pub fn build(
     let base = checkpoint.base(manifest.mode);
     let base_name = format!("{} {}", base.short, escape_control(&base.subject));
     let base_tree = repo.tree_of(base.oid)?;
-    let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
+    // The lab's `target/` is cargo's: a course tree's own `target` entries
+    // (a link there would have cargo build through it) never reach it.
+    let skip = |path: &[u8]| {
+        worlds::is_tooling(path)
+            || path.split(|&byte| byte == b'/').next() == Some(crate::repo::TARGET_DIR.as_bytes())
+    };
+    let written = tree::write_tree(git, &base_tree, dest, &skip)?;
 
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
     for file in manifest.target_files() {

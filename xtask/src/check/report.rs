@@ -47,7 +47,6 @@ impl cli::Check {
                 Change::Changed => say::build_config_changed(path, restore),
                 Change::Missing => say::build_config_gone(path, restore),
                 Change::Added => say::build_config_added(path, restore),
-                Change::Outside => say::build_config_outside(path),
             };
             outln!("{line}")?;
         }

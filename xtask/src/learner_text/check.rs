@@ -162,21 +162,6 @@ pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String 
     )
 }
 
-/// A symlink directly inside the lab's build folder, where cargo writes.
-pub fn lab_file_special(lab: &str, entry: &str) -> String {
-    format!(
-        "练习目录 {lab} 里的 {entry} 不是普通文件（比如是命名管道）：cargo 读它会一直等下去，check 不会运行。\
-         删掉它，换回普通文件再运行"
-    )
-}
-
-pub fn target_entry_linked(lab: &str, entry: &str) -> String {
-    format!(
-        "练习目录 {lab} 的构建文件夹里 {entry} 是符号链接或不是普通文件：cargo 会穿过链接写到练习目录之外，或者一直等着命名管道，check 不会运行。\
-         删掉它（`rm {entry}`，或整个 `rm -r target`）再运行，下一次构建会重新生成"
-    )
-}
-
 /// A file of the lab's build configuration that is not its base's; the
 /// run may have built or run something else, so it proves nothing.
 pub fn build_config_changed(path: &str, restore: &str) -> String {
@@ -187,13 +172,6 @@ pub fn build_config_changed(path: &str, restore: &str) -> String {
 
 pub fn build_config_gone(path: &str, restore: &str) -> String {
     format!("✗ {path} 不在练习目录里：构建配置不全，结果不能算数。恢复它：\n    {restore}")
-}
-
-pub fn build_config_outside(path: &str) -> String {
-    format!(
-        "✗ 练习目录之外的 {path} 设置了 cargo 怎样编译或运行测试（runner、rustc 包装或自带的工具链）：\
-         这样跑出的结果不能算数。去掉这项设置，或者把练习目录放到不受它影响的地方"
-    )
 }
 
 pub fn build_config_added(path: &str, restore: &str) -> String {
