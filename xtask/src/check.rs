@@ -153,7 +153,7 @@ impl cli::Check {
     /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
-        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
             let printed = self.print(&position);

@@ -40,7 +40,7 @@ impl cli::Compare {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         let checkpoint = locate::locate(&repo.git, self.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "compare")?;
         if !self.anyway {
             self.require_complete(repo, &manifest, &lab)?;
         }

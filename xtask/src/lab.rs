@@ -52,16 +52,10 @@ pub fn build(
     for file in manifest.target_files() {
         let file = file.as_str();
         let content = tree::file_at(git, &target_tree, file)?.ok_or_else(|| {
-            let field = if file == manifest.focused_test.as_str() {
-                "`focusedTest`"
-            } else if manifest.lab_files.iter().any(|lab| lab.as_str() == file) {
-                "`labFiles`"
-            } else {
-                "the step's `testFile`"
-            };
-            Error::bad_input(format!(
-                "{file} is not a file in target {}: fix {field} in the manifest",
-                checkpoint.target.short
+            Error::bad_input(say::target_lacks_files(
+                manifest.id,
+                &[format!("`{file}`")],
+                &checkpoint.target.short,
             ))
         })?;
         safe_fs::write_inside(dest, Path::new(file), &content, 0o644)

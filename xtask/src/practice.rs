@@ -105,6 +105,12 @@ fn create(
         staging.path(),
         Some(&pointer),
     )?;
+    // The lab knows its chapter; written like the tree's files, never
+    // through a symlink the tree put at that name.
+    let marker = crate::lab_dir::marker(manifest.id);
+    let at = Path::new(crate::lab_dir::MARKER_FILE);
+    crate::safe_fs::write_inside(staging.path(), at, marker.as_bytes(), 0o644)
+        .map_err(Error::from)?;
     let excluded = match pattern {
         Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
         None => None,

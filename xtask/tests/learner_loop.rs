@@ -381,3 +381,33 @@ fn watch_ends_once_its_reader_has_gone_without_waiting_for_an_edit() {
         .expect("check --watch ended although no file changed");
     assert!(status.code().is_some(), "ended by itself, not by a signal");
 }
+
+/// A lab knows its chapter: `check` and `compare` of another chapter refuse
+/// it, naming its chapter and the command that fits; a lab without the
+/// marker (made by an older `practice`) is taken as before.
+#[test]
+fn a_lab_of_another_chapter_is_refused_with_the_command_that_fits() {
+    let fixture = Fixture::course();
+    fixture.xtask(&["practice", "03", "lab03"]).success();
+    let marker = fixture.root().join("lab03/.xtask-lab");
+    let text = fs::read_to_string(&marker).unwrap();
+    assert!(text.contains("chapter = \"03\""), "{text}");
+
+    for command in ["check", "compare"] {
+        let run = fixture.xtask(&[command, "02", "lab03"]);
+        run.fails_with(
+            2,
+            &[
+                "第 03 章的练习目录",
+                "不是第 02 章的",
+                &format!("cargo xtask {command} 03 lab03"),
+                "cargo xtask practice 02",
+            ],
+        );
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+    }
+
+    fs::remove_file(&marker).unwrap();
+    let run = fixture.xtask(&["check", "02", "lab03"]);
+    assert!(!run.stderr.contains("不是第 02 章的"), "{}", run.stderr);
+}

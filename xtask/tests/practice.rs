@@ -54,6 +54,7 @@ fn the_folder_holds_the_parent_tree_the_focused_test_and_the_guide() {
         );
     }
     let mut expected: Vec<_> = [
+        ".xtask-lab",
         "Cargo.toml",
         "LEARNING.md",
         "course",
@@ -370,7 +371,7 @@ fn a_step_test_file_missing_at_the_target_leaves_nothing() {
     let before = snapshot(fixture.root());
     fixture
         .xtask(&["practice", "01", "lab"])
-        .fails_with(2, &["course/tests/missing.rs", "testFile"]);
+        .fails_with(2, &["`course/tests/missing.rs`", "终点提交"]);
     assert_eq!(snapshot(fixture.root()), before);
 }
 
