@@ -121,9 +121,13 @@ struct ErrorAt {
     location: Option<String>,
     /// The teaching file where the fix goes.
     teaching_file: Option<String>,
-    /// True when that file is not in the lab yet: it is to be made (and
-    /// declared as a module of the crate root).
+    /// True when that file is not in the lab yet: it is to be made.
     teaching_file_missing: bool,
+    /// The declarations of the target's crate root the lab's lacks, to add
+    /// to `teachingFile` (the crate root), as the target writes them.
+    declarations: Vec<String>,
+    /// A module file those declarations need that the lab lacks too.
+    new_file: Option<String>,
     /// rustc's own text of the error: spans, notes and help, intact.
     rendered: String,
 }
@@ -226,7 +230,8 @@ impl cli::Check {
             self.timeout(),
             &position.changed_tests,
         )?;
-        self.judge(manifest, &mut position, &runs);
+        let crate_root = trace::CrateRoot::read(repo, manifest, lab);
+        self.judge(manifest, &mut position, &runs, crate_root.as_ref());
         Ok(position)
     }
 }

@@ -19,6 +19,7 @@ impl cli::Check {
         manifest: &Manifest,
         position: &mut Position,
         runs: &[RunResult<'_>],
+        crate_root: Option<&trace::CrateRoot>,
     ) {
         let report_of = |command: &[String]| {
             runs.iter()
@@ -36,7 +37,7 @@ impl cli::Check {
             .all(|report| report.compiled && report.ran);
         position.passed = report.passed.len();
         position.ran = report.passed.len() + report.failed.len();
-        position.errors = errors_at(manifest, &position.lab, runs);
+        position.errors = errors_at(manifest, &position.lab, runs, crate_root);
         position.steps = manifest
             .steps
             .iter()
@@ -119,9 +120,16 @@ fn unexplained(runs: &[RunResult<'_>]) -> Option<String> {
 }
 
 /// Every compile error of the runs, once, with the teaching file where its
-/// fix goes.
-fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<ErrorAt> {
+/// fix goes: from the target's crate root when the error is about what it
+/// declares ([`trace::CrateRoot::advice`]), else from the spans and imports.
+fn errors_at(
+    manifest: &Manifest,
+    lab: &Path,
+    runs: &[RunResult<'_>],
+    crate_root: Option<&trace::CrateRoot>,
+) -> Vec<ErrorAt> {
     let imports = trace::imports(manifest, lab);
+    let teaching = &manifest.teaching_files;
     let mut errors: Vec<ErrorAt> = Vec::new();
     for report in runs.iter().filter_map(|run| run.report.as_ref()) {
         for error in &report.errors {
@@ -131,14 +139,26 @@ fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<Err
             if seen {
                 continue;
             }
-            let teaching_file = trace::teaching_file_for(error, &manifest.teaching_files, &imports);
+            let advice = crate_root
+                .and_then(|root| root.advice(error, teaching, lab))
+                .unwrap_or_else(|| {
+                    let file = trace::teaching_file_for(error, teaching, &imports);
+                    trace::Advice {
+                        file: file.map(|file| file.to_string()),
+                        missing: file.is_some_and(|file| {
+                            safe_fs::read_inside(lab, Path::new(file.as_str()))
+                                .is_ok_and(|f| f.is_none())
+                        }),
+                        ..trace::Advice::default()
+                    }
+                });
             errors.push(ErrorAt {
                 message: error.message.clone(),
                 location: error.location.clone(),
-                teaching_file: teaching_file.map(|file| file.to_string()),
-                teaching_file_missing: teaching_file.is_some_and(|file| {
-                    safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
-                }),
+                teaching_file: advice.file,
+                teaching_file_missing: advice.missing,
+                declarations: advice.declarations,
+                new_file: advice.new_file,
                 rendered: error.rendered.clone(),
             });
         }

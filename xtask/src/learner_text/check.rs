@@ -157,8 +157,29 @@ pub fn cannot_read(folder: &str) -> String {
 /// The line above a compile error whose fix is a file not written yet.
 pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String {
     let location = location.unwrap_or("（没有位置）");
+    format!("→ 要新建 {teaching_file}（编译器指向 {location}）")
+}
+
+/// The lines above a compile error whose fix is in the crate root: the
+/// declarations it lacks, as the chapter's end writes them (and the module
+/// file to create as well, if any).
+pub fn error_needs_declarations(
+    crate_root: &str,
+    declarations: &[String],
+    new_file: Option<&str>,
+    location: Option<&str>,
+) -> String {
+    let location = location.unwrap_or("（没有位置）");
+    let create = new_file
+        .map(|file| format!("新建 {file}，并"))
+        .unwrap_or_default();
+    let lines: Vec<String> = declarations
+        .iter()
+        .map(|line| format!("    {line}"))
+        .collect();
     format!(
-        "→ 要新建 {teaching_file}，并在 crate 根（lib.rs）里用 `pub mod` 声明它（编译器指向 {location}）"
+        "→ 要{create}在 {crate_root} 里声明它（编译器指向 {location}）。本章终点的 {crate_root} 这样写：\n{}",
+        lines.join("\n")
     )
 }
 
