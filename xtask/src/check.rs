@@ -61,7 +61,7 @@ use crate::watch::{self, Watcher};
 /// manifest (`title`) and from rustc and the tests is passed on as it is.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Position {
+pub struct Position {
     chapter: String,
     title: String,
     /// False when the focused test is not in the lab (nothing was run).
@@ -198,41 +198,75 @@ impl cli::Check {
     }
 
     fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
-        let mut position = Position {
-            chapter: manifest.id.to_string(),
-            title: manifest.title.clone(),
-            focused_test_present: manifest.focused_test.under(lab).is_file(),
-            expected: manifest.expected_tests,
-            lab: lab.to_path_buf(),
-            lab_from_root: from_root(&repo.root, lab),
-            ..Position::default()
-        };
-        let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
-        position.changed_tests = changed;
-        position.tests_verified = verified;
-        position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
-        if !position.focused_test_present {
-            position.output = tests_intact::restore_hint(repo, manifest, lab);
-            return Ok(position);
+        let mut position = position(repo, manifest, lab, self.timeout())?;
+        if self.json && self.verbose {
+            position.cargo_output = Some(position.output.clone());
         }
-        let target =
-            safe_fs::folder_inside(lab, Path::new(crate::repo::TARGET_DIR)).map_err(|refusal| {
-                Error::bad_input(say::lab_target_refused(
-                    &lab.display().to_string(),
-                    &refusal_text(&refusal),
-                ))
-            })?;
-        freshness::age_fingerprints(lab, &target)?;
-        let runs = run::run_all(
-            manifest,
-            lab,
-            &target,
-            self.timeout(),
-            &position.changed_tests,
-        )?;
-        let crate_root = trace::CrateRoot::read(repo, manifest, lab);
-        self.judge(manifest, &mut position, &runs, crate_root.as_ref());
         Ok(position)
+    }
+}
+
+/// The learner's position in `lab` for chapter `manifest`, each run limited
+/// to `timeout`: what `check` reports, and what `compare` asks before it
+/// shows the answer.
+pub fn position(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    lab: &Path,
+    timeout: std::time::Duration,
+) -> Result<Position> {
+    let mut position = Position {
+        chapter: manifest.id.to_string(),
+        title: manifest.title.clone(),
+        focused_test_present: manifest.focused_test.under(lab).is_file(),
+        expected: manifest.expected_tests,
+        lab: lab.to_path_buf(),
+        lab_from_root: from_root(&repo.root, lab),
+        ..Position::default()
+    };
+    let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
+    position.changed_tests = changed;
+    position.tests_verified = verified;
+    position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
+    if !position.focused_test_present {
+        position.output = tests_intact::restore_hint(repo, manifest, lab);
+        return Ok(position);
+    }
+    let target =
+        safe_fs::folder_inside(lab, Path::new(crate::repo::TARGET_DIR)).map_err(|refusal| {
+            Error::bad_input(say::lab_target_refused(
+                &lab.display().to_string(),
+                &refusal_text(&refusal),
+            ))
+        })?;
+    freshness::age_fingerprints(lab, &target)?;
+    let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
+    let crate_root = trace::CrateRoot::read(repo, manifest, lab);
+    judge::judge(manifest, &mut position, &runs, crate_root.as_ref());
+    Ok(position)
+}
+
+impl Position {
+    /// True when the whole chapter passes: focused tests and every step.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Focused tests that passed, and how many the chapter expects.
+    pub fn passed(&self) -> (usize, Option<usize>) {
+        (self.passed, self.expected)
+    }
+
+    /// The ids of the steps that are not green yet, each once.
+    pub fn red_steps(&self) -> Vec<String> {
+        let mut red: Vec<String> = self
+            .steps
+            .iter()
+            .filter(|step| !step.green)
+            .map(|step| step.id.clone())
+            .collect();
+        red.dedup();
+        red
     }
 }
 

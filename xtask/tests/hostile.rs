@@ -302,6 +302,26 @@ fn a_signal_during_a_run_leaves_no_process_behind() {
 
 /// A process that leaves the group (`setsid`) cannot be killed with it and
 /// may hold the output pipes open; the run still ends soon after its timeout.
+/// compare asks check in-process: Ctrl-C on compare ends check's run and
+/// its whole process group too.
+#[test]
+fn ctrl_c_on_compare_leaves_no_process_behind() {
+    let (fixture, lab) = course_running(PROCESS_TREE);
+    let mut child = spawn_xtask(fixture.root(), &["compare", "03", "lab"], Stdio::null());
+    if !wait_until(LONG, || pids(&lab).len() == 2) {
+        let _ = child.kill();
+        fail_and_clean(&lab, "the run never started");
+    }
+    send_signal(child.id(), libc::SIGINT);
+    let Some(status) = wait_at_most(&mut child, LONG) else {
+        fail_and_clean(&lab, "compare did not stop after Ctrl-C");
+    };
+    let stderr = stderr_of(&mut child);
+    assert_all_ended(&lab);
+    no_panic(&stderr);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+}
+
 #[test]
 fn an_escaped_process_holding_the_pipes_does_not_stretch_a_timeout() {
     let (fixture, lab) = course_running(

@@ -6,51 +6,44 @@ use std::path::Path;
 
 use super::run::RunResult;
 use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
-use crate::cli;
 use crate::libtest::{Failure, Report};
 use crate::manifest::{Manifest, Step};
 use crate::runner::Captured;
 use crate::safe_fs;
 
-impl cli::Check {
-    /// Fills in the position from the runs' reports.
-    pub(super) fn judge(
-        &self,
-        manifest: &Manifest,
-        position: &mut Position,
-        runs: &[RunResult<'_>],
-        crate_root: Option<&trace::CrateRoot>,
-    ) {
-        let report_of = |command: &[String]| {
-            runs.iter()
-                .find(|run| run.command == command)
-                .and_then(|run| run.report.as_ref())
-        };
-        let report = focused(runs).0;
-        position.timed_out = runs
-            .iter()
-            .filter_map(|run| run.captured.as_ref())
-            .any(|captured| captured.timed_out);
-        position.compiled = runs
-            .iter()
-            .filter_map(|run| run.report.as_ref())
-            .all(|report| report.compiled && report.ran);
-        position.passed = report.passed.len();
-        position.ran = report.passed.len() + report.failed.len();
-        position.errors = errors_at(manifest, &position.lab, runs, crate_root);
-        position.steps = manifest
-            .steps
-            .iter()
-            .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
-            .collect();
-        (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
-        position.complete = complete(manifest, position, runs);
-        position.output = output(runs);
-        position.unexplained = unexplained(runs);
-        if self.json && self.verbose {
-            position.cargo_output = Some(position.output.clone());
-        }
-    }
+/// Fills in the position from the runs' reports.
+pub(super) fn judge(
+    manifest: &Manifest,
+    position: &mut Position,
+    runs: &[RunResult<'_>],
+    crate_root: Option<&trace::CrateRoot>,
+) {
+    let report_of = |command: &[String]| {
+        runs.iter()
+            .find(|run| run.command == command)
+            .and_then(|run| run.report.as_ref())
+    };
+    let report = focused(runs).0;
+    position.timed_out = runs
+        .iter()
+        .filter_map(|run| run.captured.as_ref())
+        .any(|captured| captured.timed_out);
+    position.compiled = runs
+        .iter()
+        .filter_map(|run| run.report.as_ref())
+        .all(|report| report.compiled && report.ran);
+    position.passed = report.passed.len();
+    position.ran = report.passed.len() + report.failed.len();
+    position.errors = errors_at(manifest, &position.lab, runs, crate_root);
+    position.steps = manifest
+        .steps
+        .iter()
+        .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
+        .collect();
+    (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
+    position.complete = complete(manifest, position, runs);
+    position.output = output(runs);
+    position.unexplained = unexplained(runs);
 }
 
 /// The focused run's report and capture; it comes first and always runs.
