@@ -56,19 +56,6 @@ pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lab_with_no_other_labs_is_not_missing_twice() {
-        let message = no_such_lab("lab", "03", "/course", &[]);
-        assert_eq!(message.matches("根目录下").count(), 1, "{message}");
-        let seen = no_such_lab("lab", "03", "/course", &["lab2".to_string()]);
-        assert!(seen.contains("能看到的练习目录：lab2。"), "{seen}");
-    }
-}
-
 /// The marker file `practice` leaves at a lab's root: a comment for the
 /// learner, then the line the tools read.
 pub fn lab_marker(chapter: &str) -> String {
@@ -86,4 +73,17 @@ pub fn lab_of_another_chapter(dir: &str, theirs: &str, asked: &str, command: &st
          要看它的进度，运行 `{command}`；要练第 {asked} 章，先用 \
          `cargo xtask practice {asked} <新目录>` 建一个它自己的练习目录"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lab_with_no_other_labs_is_not_missing_twice() {
+        let message = no_such_lab("lab", "03", "/course", &[]);
+        assert_eq!(message.matches("根目录下").count(), 1, "{message}");
+        let seen = no_such_lab("lab", "03", "/course", &["lab2".to_string()]);
+        assert!(seen.contains("能看到的练习目录：lab2。"), "{seen}");
+    }
 }
