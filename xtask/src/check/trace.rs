@@ -211,64 +211,39 @@ fn module_file<'a>(teaching: &'a [RepoPath], module: &str) -> Option<&'a RepoPat
         .find(|path| module_of(path) == module && module != "lib")
 }
 
-/// The top-level `mod` and `use` declarations of a crate root's source.
+/// The top-level `mod` and `use` declarations of a crate root's source: the
+/// statements that start at a line's first column, as rustfmt writes them.
 fn declarations(source: &str) -> Vec<Declaration> {
-    let code: Vec<&str> = source
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect();
     let mut found = Vec::new();
     let mut statement = String::new();
-    let mut depth = 0usize;
-    for c in code.join("\n").chars() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.saturating_sub(1);
-                // The end of a block item (`fn`, `impl`, an inline `mod`).
-                if depth == 0 && !is_use(&statement) {
-                    statement.clear();
-                    continue;
-                }
-            }
-            ';' if depth == 0 => {
-                found.extend(declaration(&statement));
-                statement.clear();
+    for line in source.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        // A new item starts at the first column (a `}` closes a `use` group).
+        if !code.starts_with(char::is_whitespace) && !code.starts_with('}') {
+            statement.clear();
+            if !["mod ", "use ", "pub"]
+                .iter()
+                .any(|start| code.starts_with(start))
+            {
                 continue;
             }
-            _ => {}
+        } else if statement.is_empty() {
+            continue;
         }
-        statement.push(c);
+        statement.push_str(code);
+        statement.push(' ');
+        if let Some(done) = statement.trim_end().strip_suffix(';') {
+            found.extend(declaration(done));
+            statement.clear();
+        }
     }
     found
-}
-
-/// True when `statement` is a `use` (of any visibility).
-fn is_use(statement: &str) -> bool {
-    let mut words = without_attributes(statement).split_whitespace();
-    match words.next() {
-        Some("use") => true,
-        Some(first) if first.starts_with("pub") => words.next() == Some("use"),
-        _ => false,
-    }
-}
-
-/// `statement` without the attributes in front of it.
-fn without_attributes(statement: &str) -> &str {
-    let mut rest = statement.trim_start();
-    while rest.starts_with('#') {
-        match rest.find(']') {
-            Some(end) => rest = rest[end + 1..].trim_start(),
-            None => return "",
-        }
-    }
-    rest
 }
 
 /// The declarations one statement (without its `;`) makes, if it is a
 /// `mod NAME` or a `use`.
 fn declaration(statement: &str) -> Vec<Declaration> {
-    let words: Vec<&str> = without_attributes(statement).split_whitespace().collect();
+    let words: Vec<&str> = statement.split_whitespace().collect();
     let text = format!("{};", words.join(" "));
     let joined = words.join(" ");
     let (public, rest) = match joined.strip_prefix("pub ") {
@@ -456,7 +431,7 @@ mod tests {
         let source = "//! Docs: `mod fake;` in a comment.\n\
             pub mod event_stream;\n\
             #[doc(hidden)]\nmod block_on;\npub use block_on::block_on;\n\
-            pub(crate) use crate::types::{A, b::C as D};\n\
+            pub(crate) use crate::types::{\n    A,\n    b::C as D,\n};\n\
             fn helper() { use std::fmt; }\n\
             #[cfg(test)]\nmod tests {\n    use super::*;\n}\n\
             pub mod types;\n";
@@ -480,12 +455,12 @@ mod tests {
                     path(&["block_on", "block_on"])
                 ),
                 (
-                    "pub(crate) use crate::types::{A, b::C as D};".into(),
+                    "pub(crate) use crate::types::{ A, b::C as D, };".into(),
                     false,
                     path(&["types", "A"])
                 ),
                 (
-                    "pub(crate) use crate::types::{A, b::C as D};".into(),
+                    "pub(crate) use crate::types::{ A, b::C as D, };".into(),
                     false,
                     path(&["types", "b", "D"])
                 ),
