@@ -338,20 +338,17 @@ fn hints_are_never_read_through_a_symlink_and_a_step_is_written_once() {
         .fails_with(2, &["hints.md 第 10 行"]);
 }
 
+/// A lab's `target` linked to a folder of the learner's choice (a faster
+/// disk) is their business: check builds there and calls the lab complete.
 #[test]
-fn a_lab_whose_target_is_a_symlink_is_refused() {
+fn a_lab_whose_target_is_a_symlink_of_the_learners_builds_there() {
     let fixture = tiny_course("", ANSWER, |_| {});
     let lab = lab_with(&fixture, Some(ANSWER));
-    let outside = fixture.dir.path().join("elsewhere");
-    fs::create_dir(&outside).unwrap();
-    std::os::unix::fs::symlink(&outside, lab.join("target")).unwrap();
-    fixture
-        .xtask(&["check", "01", "lab"])
-        .fails_with(2, &["target", "符号链接"]);
-    assert!(
-        common::snapshot(&outside).is_empty(),
-        "nothing was built outside the lab"
-    );
+    let elsewhere = fixture.dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, lab.join("target")).unwrap();
+    fixture.xtask(&["check", "01", "lab"]).success();
+    assert!(elsewhere.join("debug").is_dir(), "cargo built there");
 }
 
 #[test]

@@ -50,13 +50,6 @@ pub fn watching(lab: &str) -> String {
     format!("正在盯着 {lab} 的改动（Ctrl-C 停止）")
 }
 
-pub fn lab_target_refused(lab: &str, why: &str) -> String {
-    format!(
-        "练习目录 {lab} 的构建文件夹 target 不能用：{why}。check 只在练习目录自己的 target 文件夹里构建，\
-         从不穿过符号链接写到别处；删掉它（`rm -r target`）再运行"
-    )
-}
-
 pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
@@ -143,8 +136,6 @@ pub fn compare_next(chapter: &str, lab: &str) -> String {
 pub fn line_cut(length: usize) -> String {
     format!("…（这一行共 {length} 个字符，加 --verbose 看全文）")
 }
-
-pub const NOT_A_FOLDER: &str = "它不是文件夹";
 
 pub fn cannot_touch(path: &str) -> String {
     format!("无法更新 {path} 的修改时间")
