@@ -198,12 +198,14 @@ impl ChapterFolder {
 }
 
 /// Checks the manifest against the target commit: the focused test, every
-/// teaching file and every lab file must be files there.
+/// step's own test file, every teaching file and every lab file must be
+/// files there.
 pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {
     let tree = repo.tree_of(checkpoint.target.oid)?;
-    let missing: Vec<String> = std::iter::once(&manifest.focused_test)
+    let missing: Vec<String> = manifest
+        .target_files()
+        .into_iter()
         .chain(&manifest.teaching_files)
-        .chain(&manifest.lab_files)
         .filter(|path| !matches!(tree::file_at(&repo.git, &tree, path.as_str()), Ok(Some(_))))
         .map(|path| format!("`{path}`"))
         .collect();

@@ -11,12 +11,11 @@
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
 //! - the lab builds the way its base does (the base tree with the target's
-//!   `labFiles` over it): its `Cargo.toml` files are the base's, it holds
-//!   no `.cargo/`, `build.rs` or toolchain file the base lacks, and no cargo
-//!   config above it sets a runner or a rustc wrapper ([`build_config`]);
-//!   else the run proves nothing;
-//! - nothing inside `DIR/target` is a symlink or FIFO cargo would write
-//!   through or wait on, and no lab file is a FIFO ([`cargo_hazards`]);
+//!   `labFiles` over it): its `Cargo.toml` files are the base's, and it
+//!   holds no `.cargo/`, `build.rs` or toolchain file the base lacks
+//!   ([`build_config`]); else the run proves nothing. What the learner's
+//!   machine sets up above the lab (cargo's home config, a rustc wrapper, a
+//!   runner) is theirs, outside the threat model, and never read;
 //! - a run in which no test ran is red, whatever `expectedTests` says;
 //! - the exit status is the verdict even when stdout is closed.
 //!
@@ -34,7 +33,6 @@
 //! [`report`].
 
 mod build_config;
-mod cargo_hazards;
 mod judge;
 mod report;
 mod run;
@@ -54,7 +52,6 @@ use crate::libtest::Failure;
 use crate::manifest::Manifest;
 use crate::out::{self, display_path, noteln, out, outln};
 use crate::repo::CourseRepo;
-use crate::safe_fs;
 use crate::signals;
 use crate::watch::{self, Watcher};
 
@@ -63,7 +60,7 @@ use crate::watch::{self, Watcher};
 /// manifest (`title`) and from rustc and the tests is passed on as it is.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Position {
+pub struct Position {
     chapter: String,
     title: String,
     /// False when the focused test is not in the lab (nothing was run).
@@ -123,9 +120,13 @@ struct ErrorAt {
     location: Option<String>,
     /// The teaching file where the fix goes.
     teaching_file: Option<String>,
-    /// True when that file is not in the lab yet: it is to be made (and
-    /// declared as a module of the crate root).
+    /// True when that file is not in the lab yet: it is to be made.
     teaching_file_missing: bool,
+    /// The declarations of the target's crate root the lab's lacks, to add
+    /// to `teachingFile` (the crate root), as the target writes them.
+    declarations: Vec<String>,
+    /// A module file those declarations need that the lab lacks too.
+    new_file: Option<String>,
     /// rustc's own text of the error: spans, notes and help, intact.
     rendered: String,
 }
@@ -155,7 +156,7 @@ impl cli::Check {
     /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
-        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
             let printed = self.print(&position);
@@ -196,42 +197,71 @@ impl cli::Check {
     }
 
     fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
-        cargo_hazards::refuse_special_files(lab)?;
-        let mut position = Position {
-            chapter: manifest.id.to_string(),
-            title: manifest.title.clone(),
-            focused_test_present: manifest.focused_test.under(lab).is_file(),
-            expected: manifest.expected_tests,
-            lab: lab.to_path_buf(),
-            lab_from_root: from_root(&repo.root, lab),
-            ..Position::default()
-        };
-        let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
-        position.changed_tests = changed;
-        position.tests_verified = verified;
-        position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
-        if !position.focused_test_present {
-            position.output = tests_intact::restore_hint(repo, manifest, lab);
-            return Ok(position);
+        let mut position = position(repo, manifest, lab, self.timeout())?;
+        if self.json && self.verbose {
+            position.cargo_output = Some(position.output.clone());
         }
-        let target =
-            safe_fs::folder_inside(lab, Path::new(crate::repo::TARGET_DIR)).map_err(|refusal| {
-                Error::bad_input(say::lab_target_refused(
-                    &lab.display().to_string(),
-                    &refusal_text(&refusal),
-                ))
-            })?;
-        cargo_hazards::refuse_links(lab, &target)?;
-        freshness::age_fingerprints(lab, &target)?;
-        let runs = run::run_all(
-            manifest,
-            lab,
-            &target,
-            self.timeout(),
-            &position.changed_tests,
-        )?;
-        self.judge(manifest, &mut position, &runs);
         Ok(position)
+    }
+}
+
+/// The learner's position in `lab` for chapter `manifest`, each run limited
+/// to `timeout`: what `check` reports, and what `compare` asks before it
+/// shows the answer.
+pub fn position(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    lab: &Path,
+    timeout: std::time::Duration,
+) -> Result<Position> {
+    let mut position = Position {
+        chapter: manifest.id.to_string(),
+        title: manifest.title.clone(),
+        focused_test_present: manifest.focused_test.under(lab).is_file(),
+        expected: manifest.expected_tests,
+        lab: lab.to_path_buf(),
+        lab_from_root: from_root(&repo.root, lab),
+        ..Position::default()
+    };
+    let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
+    position.changed_tests = changed;
+    position.tests_verified = verified;
+    position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
+    if !position.focused_test_present {
+        position.output = tests_intact::restore_hint(repo, manifest, lab);
+        return Ok(position);
+    }
+    // The lab's own build folder; where it leads (a link to a faster disk)
+    // is the learner's business.
+    let target = lab.join(crate::repo::TARGET_DIR);
+    freshness::age_fingerprints(lab, &target)?;
+    let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
+    let crate_root = trace::CrateRoot::read(repo, manifest, lab);
+    judge::judge(manifest, &mut position, &runs, crate_root.as_ref());
+    Ok(position)
+}
+
+impl Position {
+    /// True when the whole chapter passes: focused tests and every step.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Focused tests that passed, and how many the chapter expects.
+    pub fn passed(&self) -> (usize, Option<usize>) {
+        (self.passed, self.expected)
+    }
+
+    /// The ids of the steps that are not green yet, each once.
+    pub fn red_steps(&self) -> Vec<String> {
+        let mut red: Vec<String> = self
+            .steps
+            .iter()
+            .filter(|step| !step.green)
+            .map(|step| step.id.clone())
+            .collect();
+        red.dedup();
+        red
     }
 }
 
@@ -243,18 +273,6 @@ fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
     } else {
         Err(Error::check_failed(say::not_complete(&position.chapter)))
     }
-}
-
-/// Why `safe_fs` refused a path, in the learner's language.
-fn refusal_text(refusal: &safe_fs::Refusal) -> String {
-    let at = refusal.at.display().to_string();
-    let why = match &refusal.reason {
-        safe_fs::Reason::Symlink => say::A_SYMLINK.to_string(),
-        safe_fs::Reason::NotAFile | safe_fs::Reason::NotAFolder => say::NOT_A_FOLDER.to_string(),
-        safe_fs::Reason::Folder | safe_fs::Reason::NotRelative => refusal.to_string(),
-        safe_fs::Reason::Io(error) => error.to_string(),
-    };
-    format!("{at}：{why}")
 }
 
 /// `lab` as typed from the repository root `root`: relative when below it,

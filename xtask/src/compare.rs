@@ -3,10 +3,10 @@
 //! as a diff, with one line per file saying how far apart they are. Before
 //! that it refuses; `--anyway` insists.
 //!
-//! "Complete" is `check`'s verdict, not a second opinion: compare runs
-//! `check NN DIR --json` (this same program, through the runner, so a
-//! signal or the timeout ends it) and takes its exit status. The learner's
-//! files are read without following a symlink.
+//! "Complete" is `check`'s verdict, not a second opinion: compare calls
+//! [`crate::check::position`] and reads its typed result (a signal or the
+//! timeout ends its runs as it ends check's). The learner's files are read
+//! without following a symlink.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -21,7 +21,6 @@ use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::out::{self, noteln, outln, shell_word};
 use crate::repo::CourseRepo;
-use crate::runner::Invocation;
 use crate::safe_fs;
 use crate::tree;
 
@@ -40,7 +39,7 @@ impl cli::Compare {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         let checkpoint = locate::locate(&repo.git, self.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
+        let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "compare")?;
         if !self.anyway {
             self.require_complete(repo, &manifest, &lab)?;
         }
@@ -65,77 +64,22 @@ impl cli::Compare {
         )
     }
 
-    /// Refuses unless `check NN DIR` calls the chapter complete.
+    /// Refuses unless `check NN DIR` calls the chapter complete: what is
+    /// still red, and how to look anyway.
     fn require_complete(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<()> {
-        noteln!(
-            "{}",
-            say::compare_checking(&shell_word(&self.dir.display().to_string()))
-        );
-        let program = std::env::current_exe()
-            .map_err(|error| Error::environment(format!("cannot find xtask itself: {error}")))?;
-        let id = manifest.id.to_string();
-        let secs = self.limit.secs.to_string();
-        let command: Vec<String> = [
-            program.to_string_lossy().as_ref(),
-            "check",
-            &id,
-            &lab.to_string_lossy(),
-            "--json",
-            "--timeout",
-            &secs,
-        ]
-        .map(String::from)
-        .to_vec();
-        let runs = u32::try_from(manifest.runs().len()).unwrap_or(u32::MAX);
-        let checked = Invocation {
-            command: &command,
-            extra: &[],
-            // check finds the course repository from where it runs.
-            dir: &repo.root,
-            target_dir: &lab.join(crate::repo::TARGET_DIR),
-            timeout: self.limit.duration().saturating_mul(runs.saturating_add(1)),
-        }
-        .run()?;
-        if checked.success {
+        let dir = shell_word(&self.dir.display().to_string());
+        noteln!("{}", say::compare_checking(&dir));
+        let position = crate::check::position(repo, manifest, lab, self.limit.duration())?;
+        if position.complete() {
             return Ok(());
         }
-        let report: Option<serde_json::Value> = serde_json::from_str(&checked.stdout).ok();
-        let Some(report) = report else {
-            // check refused the folder itself: its message is the learner's.
-            let message = checked.output.trim();
-            let message = message.strip_prefix(say::error_prefix()).unwrap_or(message);
-            return Err(Error::bad_input(message.to_string()));
-        };
-        Err(self.refusal(&id, &report))
-    }
-
-    /// Why compare refuses, from check's JSON `report` of an incomplete
-    /// chapter: what is still red, and how to look anyway.
-    fn refusal(&self, id: &str, report: &serde_json::Value) -> Error {
-        let count = |key: &str| {
-            report[key]
-                .as_u64()
-                .and_then(|count| usize::try_from(count).ok())
-        };
-        let mut red_steps: Vec<String> = report["steps"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|step| step["green"] == false)
-            .filter_map(|step| step["id"].as_str().map(String::from))
-            .collect();
-        red_steps.dedup();
-        let verdict = say::compare_verdict(count("passed"), count("expected"), &red_steps);
-        let anyway = format!(
-            "cargo xtask compare {id} {} --anyway",
-            shell_word(&self.dir.display().to_string())
-        );
-        Error::check_failed(say::compare_refused(
-            id,
-            &shell_word(&self.dir.display().to_string()),
-            &verdict,
-            &anyway,
-        ))
+        let (passed, expected) = position.passed();
+        let verdict = say::compare_verdict(passed, expected, &position.red_steps());
+        let id = manifest.id.to_string();
+        let anyway = format!("cargo xtask compare {id} {dir} --anyway");
+        Err(Error::check_failed(say::compare_refused(
+            &id, &dir, &verdict, &anyway,
+        )))
     }
 }
 

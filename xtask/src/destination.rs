@@ -1,19 +1,16 @@
 //! Where a practice folder goes. DIR is resolved and checked before
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
-//! beside it (`.NAME.practice-<pid>-<random>`, marked by a file inside that
-//! holds the pid, the content in a folder of its own beside the mark so no
-//! file of a tree can be taken for it) and renamed into place, and a later
-//! run into the same DIR removes the staging folders of runs that died. An
-//! existing empty DIR is kept (its mode, owner and inode): the content's
-//! entries are moved into it, and moved back out if one cannot be.
+//! beside it (`.NAME.practice-<random>`, removed on an error or an
+//! interrupt) and renamed into place. An existing empty DIR is kept (its
+//! mode, owner and inode): the content's entries are moved into it, and
+//! moved back out if one cannot be.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
@@ -22,29 +19,13 @@ use tempfile::TempDir;
 
 use crate::error::{self, Error, Result};
 use crate::learner_text as say;
-use crate::out;
 use crate::repo::CourseRepo;
-use crate::safe_fs::{self, Open};
 
-/// What marks a staging folder's name: `.NAME` + this + `<pid>-<random>`.
+/// What marks a staging folder's name: `.NAME` + this + `<random>`.
 const STAGING_MARK: &str = ".practice-";
-/// The file in every staging folder, holding the pid of the run that made
-/// it: only a folder with this file is ever removed as a dead run's.
-const MARKER: &str = ".xtask-staging";
-/// The folder in every staging folder that holds the practice folder's
-/// content, apart from the [`MARKER`]: a tree may hold a file of any name.
-const CONTENT: &str = "content";
 /// How many bytes of DIR's name a staging folder's name keeps, so a DIR
 /// name up to the 255-byte limit still leaves room for the rest.
 const NAME_KEPT: usize = 100;
-
-/// The folder that will hold DIR and its staging folder, with DIR's name:
-/// where [`remove_stale_staging`] looks, and for which staging folders.
-#[derive(Debug, Clone, Copy)]
-pub struct Parent<'a> {
-    pub folder: &'a Path,
-    pub name: &'a OsStr,
-}
 
 /// DIR, resolved.
 #[derive(Debug)]
@@ -153,14 +134,6 @@ impl Destination {
         Ok(())
     }
 
-    /// The folder that will hold DIR (and its staging folder), with DIR's name.
-    pub fn parent(&self) -> Parent<'_> {
-        Parent {
-            folder: self.folder(),
-            name: self.name(),
-        }
-    }
-
     /// The folder that will hold DIR.
     fn folder(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("/"))
@@ -191,46 +164,34 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new staging folder beside DIR, with its [`MARKER`] and
-    /// its empty [`Staging::content`] folder.
+    /// A new, empty staging folder beside DIR.
     pub fn staging(&self) -> Result<Staging> {
-        let pid = std::process::id();
-        let mut prefix = staging_prefix(self.name());
-        prefix.push(format!("{pid}-"));
         let staging = tempfile::Builder::new()
-            .prefix(&prefix)
+            .prefix(&staging_prefix(self.name()))
             .rand_bytes(8)
             .tempdir_in(self.folder())
             .map_err(error::io(format!(
                 "cannot create a staging folder in {}",
                 self.folder().display()
             )))?;
-        let marker = staging.path().join(MARKER);
-        fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&marker)
-            .and_then(|mut file| file.write_all(pid.to_string().as_bytes()))
-            .map_err(error::io(format!("cannot write {}", marker.display())))?;
-        let content = staging.path().join(CONTENT);
-        fs::create_dir(&content)
-            .map_err(error::io(format!("cannot create {}", content.display())))?;
         Ok(Staging(staging))
     }
 
-    /// Puts the finished staging content at DIR: renamed to DIR when DIR did
-    /// not exist, else moved entry by entry into the existing empty DIR,
-    /// which keeps its mode and owner. If DIR was created or filled in the
-    /// meantime (another run was faster), this run's copy is removed and DIR
-    /// left as it is. The staging folder goes when `staging` is dropped.
+    /// Puts the finished staging folder's content at DIR: the folder renamed
+    /// to DIR when DIR did not exist, else its entries moved into the
+    /// existing empty DIR, which keeps its mode and owner. If DIR was
+    /// created or filled in the meantime (another run was faster), this
+    /// run's copy is removed and DIR left as it is.
     pub fn move_into_place(&self, staging: Staging) -> Result<()> {
-        let content = staging.content();
         let moved = if self.exists {
-            fill(&content, &self.path)
+            fill(staging.path(), &self.path)
         } else {
-            fs::rename(&content, &self.path)
+            fs::rename(staging.path(), &self.path)
         };
-        drop(staging);
+        if moved.is_ok() && !self.exists {
+            // Renamed away: nothing is left to remove.
+            let _ = staging.0.keep();
+        }
         match moved {
             Ok(()) => Ok(()),
             Err(error)
@@ -259,8 +220,8 @@ pub struct Staging(TempDir);
 
 impl Staging {
     /// The folder to build the practice folder's content in.
-    pub fn content(&self) -> PathBuf {
-        self.0.path().join(CONTENT)
+    pub fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
@@ -341,38 +302,6 @@ impl Drop for CreatedFolders {
     }
 }
 
-/// Removes the staging folders for DIR that runs which have since died left
-/// behind (killed with SIGKILL, or a power cut). A folder counts only if its
-/// name is `.NAME.practice-<pid>-<random>` for DIR's name, it is a real
-/// folder owned by this user, its [`MARKER`] (a file, not a symlink) holds
-/// that same pid, and no process `<pid>` exists. Anything else is left alone,
-/// however much it looks like one (`.rust.practice-2024-notes`).
-pub fn remove_stale_staging(parent: Parent<'_>) {
-    let Ok(entries) = fs::read_dir(parent.folder) else {
-        return;
-    };
-    let prefix = staging_prefix(parent.name);
-    let me = rustix::process::geteuid().as_raw();
-    for entry in entries.filter_map(|entry| entry.ok()) {
-        let name = entry.file_name();
-        let Some(pid) = staging_pid(name.as_bytes(), prefix.as_bytes()) else {
-            continue;
-        };
-        let path = entry.path();
-        let ours = fs::symlink_metadata(&path).is_ok_and(|meta| is_own_folder(&meta, me));
-        if ours
-            && marker_pid(&path) == Some(pid)
-            && !process_exists(pid)
-            && fs::remove_dir_all(&path).is_ok()
-        {
-            out::note(format_args!(
-                "note: removed {}, left by an earlier practice run that did not finish",
-                path.display()
-            ));
-        }
-    }
-}
-
 /// `.NAME.practice-`, the start of every staging folder's name for a DIR
 /// named `name`; NAME is cut to [`NAME_KEPT`] bytes (at a character's start).
 fn staging_prefix(name: &OsStr) -> OsString {
@@ -389,77 +318,9 @@ fn staging_prefix(name: &OsStr) -> OsString {
     OsString::from_vec(prefix)
 }
 
-/// The pid in a staging folder's name, if `name` is one that starts with
-/// `prefix` (see [`staging_prefix`]).
-fn staging_pid(name: &[u8], prefix: &[u8]) -> Option<i32> {
-    let tail = std::str::from_utf8(name.strip_prefix(prefix)?).ok()?;
-    let (pid, random) = tail.split_once('-')?;
-    let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
-    // `parse` refuses an empty pid; the digits check refuses a sign.
-    let pid_ok = pid.bytes().all(|b| b.is_ascii_digit());
-    if random_ok && pid_ok {
-        pid.parse().ok().filter(|&pid| pid > 0)
-    } else {
-        None
-    }
-}
-
-/// True when `meta` (not following a symlink) is a real folder owned by
-/// user `me`: only such a folder may be a staging folder of ours.
-fn is_own_folder(meta: &fs::Metadata, me: u32) -> bool {
-    meta.is_dir() && meta.uid() == me
-}
-
-/// The pid in staging folder `folder`'s [`MARKER`], read without following
-/// a symlink or waiting on a fifo; `None` when there is none or it holds
-/// anything else. (It only counts when it equals the pid in the folder's
-/// name, which [`staging_pid`] keeps positive.)
-fn marker_pid(folder: &Path) -> Option<i32> {
-    let file = safe_fs::open_inside(folder, Path::new(MARKER), Open::Read).ok()?;
-    let mut text = String::new();
-    file.take(32).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
-}
-
-/// True unless process `pid` is known to be gone (ESRCH); false for a pid
-/// that names no single process (0 or below).
-fn process_exists(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid.max(0)) else {
-        return false;
-    };
-    rustix::process::test_kill_process(pid) != Err(Errno::SRCH)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn staging_names_are_recognised_for_their_dir_alone() {
-        let lab = staging_prefix(OsStr::new("lab"));
-        let pid = |name: &str| staging_pid(name.as_bytes(), lab.as_bytes());
-        assert_eq!(pid(".lab.practice-123-AbC123xy"), Some(123));
-        assert_eq!(pid(".lab.practice-7-a"), Some(7));
-        for other in [
-            "lab.practice-1-a",
-            ".lab.practice-draft",
-            ".lab.practice-12-",
-            ".lab.practice--abc",
-            ".lab.practice-0-abc",
-            ".lab.practice-1-a/b",
-            ".lab.practice-1-a-b",
-            ".other.practice-1-a",
-            ".labs.practice-1-a",
-            ".lab.practice-5.practice-1-a",
-        ] {
-            assert_eq!(pid(other), None, "{other}");
-        }
-        let spaced = staging_prefix(OsStr::new("my lab"));
-        assert_eq!(
-            staging_pid(b".my lab.practice-7-a", spaced.as_bytes()),
-            Some(7)
-        );
-    }
 
     #[test]
     fn a_long_name_is_cut_at_a_character_start() {
@@ -482,38 +343,6 @@ mod tests {
             staging_prefix(not_utf8).as_bytes(),
             b".\xff\xfe lab.practice-"
         );
-    }
-
-    #[test]
-    fn only_a_marked_folder_of_a_dead_run_is_removed() {
-        let holder = tempfile::tempdir().unwrap();
-        let parent = holder.path();
-        let mut ended = std::process::Command::new("true").spawn().unwrap();
-        ended.wait().unwrap();
-        let dead = ended.id();
-        let folder = |name: String, marker: Option<&str>| {
-            let path = parent.join(name);
-            fs::create_dir(&path).unwrap();
-            if let Some(content) = marker {
-                fs::write(path.join(MARKER), content).unwrap();
-            }
-            path
-        };
-        let stale = folder(format!(".lab.practice-{dead}-a1"), Some(&dead.to_string()));
-        let unmarked = folder(format!(".lab.practice-{dead}-a2"), None);
-        let garbled = folder(format!(".lab.practice-{dead}-a3"), Some("not a pid"));
-        let linked = folder(format!(".lab.practice-{dead}-a4"), None);
-        fs::write(parent.join("pid"), dead.to_string()).unwrap();
-        std::os::unix::fs::symlink(parent.join("pid"), linked.join(MARKER)).unwrap();
-
-        remove_stale_staging(Parent {
-            folder: parent,
-            name: OsStr::new("lab"),
-        });
-        assert!(!stale.exists());
-        for kept in [unmarked, garbled, linked] {
-            assert!(kept.exists(), "{}", kept.display());
-        }
     }
 
     #[test]
@@ -560,74 +389,8 @@ mod tests {
     }
 
     #[test]
-    fn a_live_process_exists_and_an_ended_one_does_not() {
-        assert!(process_exists(std::process::id() as i32));
-        let mut ended = std::process::Command::new("true").spawn().unwrap();
-        ended.wait().unwrap();
-        assert!(!process_exists(ended.id() as i32));
-        assert!(!process_exists(0) && !process_exists(-1));
-    }
-
-    #[test]
-    fn only_a_real_folder_of_this_user_counts_as_ours() {
-        let holder = tempfile::tempdir().unwrap();
-        let folder = holder.path().join("folder");
-        let file = holder.path().join("file");
-        fs::create_dir(&folder).unwrap();
-        fs::write(&file, "").unwrap();
-        std::os::unix::fs::symlink(&folder, holder.path().join("link")).unwrap();
-        let me = rustix::process::geteuid().as_raw();
-        let meta = |name: &str| fs::symlink_metadata(holder.path().join(name)).unwrap();
-        assert!(is_own_folder(&meta("folder"), me));
-        assert!(!is_own_folder(&meta("folder"), me + 1), "another user's");
-        assert!(!is_own_folder(&meta("file"), me));
-        assert!(!is_own_folder(&meta("link"), me));
-    }
-
-    #[test]
-    fn a_symlink_or_file_looking_like_a_dead_runs_staging_folder_stays() {
-        let holder = tempfile::tempdir().unwrap();
-        let parent = holder.path().join("parent");
-        let elsewhere = holder.path().join("elsewhere");
-        fs::create_dir_all(&parent).unwrap();
-        fs::create_dir_all(&elsewhere).unwrap();
-        let mut ended = std::process::Command::new("true").spawn().unwrap();
-        ended.wait().unwrap();
-        let dead = ended.id();
-        fs::write(elsewhere.join(MARKER), dead.to_string()).unwrap();
-        fs::write(elsewhere.join("work.rs"), "precious\n").unwrap();
-        let link = parent.join(format!(".lab.practice-{dead}-l1"));
-        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
-        let file = parent.join(format!(".lab.practice-{dead}-f1"));
-        fs::write(&file, dead.to_string()).unwrap();
-
-        remove_stale_staging(Parent {
-            folder: &parent,
-            name: OsStr::new("lab"),
-        });
-        assert!(fs::symlink_metadata(&link).is_ok(), "the symlink stays");
-        assert!(file.is_file(), "the file stays");
-        assert_eq!(
-            fs::read_to_string(elsewhere.join("work.rs")).unwrap(),
-            "precious\n"
-        );
-    }
-
-    #[test]
-    fn a_fifo_as_the_marker_is_no_marker_and_is_not_waited_on() {
-        let holder = tempfile::tempdir().unwrap();
-        let folder = holder.path().join(".lab.practice-1-a");
-        fs::create_dir(&folder).unwrap();
-        crate::safe_fs::make_fifo(&folder.join(MARKER)).unwrap();
-        assert_eq!(marker_pid(&folder), None);
-        fs::remove_file(folder.join(MARKER)).unwrap();
-        fs::write(folder.join(MARKER), "42\n").unwrap();
-        assert_eq!(marker_pid(&folder), Some(42));
-    }
-
-    #[test]
     fn an_existing_folder_is_filled_and_left_as_it_was_if_it_cannot_be() {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let holder = tempfile::tempdir().unwrap();
         let content = holder.path().join("content");
         let dir = holder.path().join("dir");

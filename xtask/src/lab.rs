@@ -40,22 +40,22 @@ pub fn build(
     let base = checkpoint.base(manifest.mode);
     let base_name = format!("{} {}", base.short, escape_control(&base.subject));
     let base_tree = repo.tree_of(base.oid)?;
-    let written = tree::write_tree(git, &base_tree, dest, &worlds::is_tooling)?;
+    // The lab's `target/` is cargo's: a course tree's own `target` entries
+    // (a link there would have cargo build through it) never reach it.
+    let skip = |path: &[u8]| {
+        worlds::is_tooling(path)
+            || path.split(|&byte| byte == b'/').next() == Some(crate::repo::TARGET_DIR.as_bytes())
+    };
+    let written = tree::write_tree(git, &base_tree, dest, &skip)?;
 
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
     for file in manifest.target_files() {
         let file = file.as_str();
         let content = tree::file_at(git, &target_tree, file)?.ok_or_else(|| {
-            let field = if file == manifest.focused_test.as_str() {
-                "`focusedTest`"
-            } else if manifest.lab_files.iter().any(|lab| lab.as_str() == file) {
-                "`labFiles`"
-            } else {
-                "the step's `testFile`"
-            };
-            Error::bad_input(format!(
-                "{file} is not a file in target {}: fix {field} in the manifest",
-                checkpoint.target.short
+            Error::bad_input(say::target_lacks_files(
+                manifest.id,
+                &[format!("`{file}`")],
+                &checkpoint.target.short,
             ))
         })?;
         safe_fs::write_inside(dest, Path::new(file), &content, 0o644)

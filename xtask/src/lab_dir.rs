@@ -1,19 +1,50 @@
 //! Finding the lab a learner command is pointed at (`check NN DIR`,
 //! `compare NN DIR`): DIR against the current folder, then the repository
-//! root; the repository itself and folders that are not labs are refused.
+//! root; the repository itself, folders that are not labs and a lab of
+//! another chapter are refused.
+//!
+//! A lab knows its chapter: `practice` writes [`MARKER_FILE`] at its root, a
+//! line the learner can read too. Cargo never looks at it, and `check`
+//! compares only the chapter's test files. A lab made before the marker
+//! existed has none and is taken for any chapter.
 
 use std::path::{Path, PathBuf};
 
 use crate::chapter;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
-use crate::manifest::Manifest;
+use crate::manifest::{ChapterId, Manifest};
 use crate::out::{display_path, escape_control};
 use crate::repo::CourseRepo;
 
+/// The file at a lab's root that names its chapter.
+pub const MARKER_FILE: &str = ".xtask-lab";
+
+/// The marker's content for a lab of chapter `id`.
+pub fn marker(id: ChapterId) -> String {
+    say::lab_marker(&id.to_string())
+}
+
+/// The chapter the lab at `lab` was made for, when its marker says so.
+fn lab_chapter(lab: &Path) -> Option<ChapterId> {
+    let text = crate::safe_fs::read_inside(lab, Path::new(MARKER_FILE)).ok()??;
+    let text = String::from_utf8_lossy(&text);
+    let line = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("chapter"))?;
+    let (_, value) = line.split_once('=')?;
+    value.trim().trim_matches('"').parse().ok()
+}
+
 /// Resolves DIR against the current folder, then against the repository
-/// root; refuses the repository itself and folders that are not labs.
-pub fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
+/// root; refuses the repository itself, folders that are not labs and a lab
+/// made for another chapter (naming the `command` that fits it).
+pub fn find_lab(
+    repo: &CourseRepo,
+    dir: &Path,
+    manifest: &Manifest,
+    command: &str,
+) -> Result<PathBuf> {
     let here = std::env::current_dir().unwrap_or_default();
     let root = repo.canonical_root.clone();
     let id = manifest.id.to_string();
@@ -43,6 +74,17 @@ pub fn find_lab(repo: &CourseRepo, dir: &Path, manifest: &Manifest) -> Result<Pa
             &labs_in_sight(&here, &root),
         )));
     }
+    if let Some(chapter) = lab_chapter(&lab).filter(|chapter| *chapter != manifest.id) {
+        return Err(Error::bad_input(say::lab_of_another_chapter(
+            &escape_control(&lab.display().to_string()),
+            &chapter.to_string(),
+            &id,
+            &format!(
+                "cargo xtask {command} {chapter} {}",
+                crate::out::shell_word(&dir.display().to_string())
+            ),
+        )));
+    }
     Ok(lab)
 }
 
@@ -65,4 +107,20 @@ fn labs_in_sight(here: &Path, root: &Path) -> Vec<String> {
     labs.sort();
     labs.dedup();
     labs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_names_its_chapter_and_a_lab_without_one_names_none() {
+        let lab = tempfile::tempdir().unwrap();
+        assert_eq!(lab_chapter(lab.path()), None);
+        let id: ChapterId = "04".parse().unwrap();
+        std::fs::write(lab.path().join(MARKER_FILE), marker(id)).unwrap();
+        assert_eq!(lab_chapter(lab.path()), Some(id));
+        std::fs::write(lab.path().join(MARKER_FILE), "chapter = nonsense\n").unwrap();
+        assert_eq!(lab_chapter(lab.path()), None);
+    }
 }

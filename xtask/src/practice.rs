@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::chapter::{self, Handout};
 use crate::cli;
-use crate::destination::{self, Destination};
+use crate::destination::Destination;
 use crate::error::{Error, Result};
 use crate::exclude::{self, Excluded};
 use crate::lab;
@@ -87,7 +87,6 @@ fn create(
     destination: &Destination,
     pattern: Option<&[u8]>,
 ) -> Result<Made> {
-    destination::remove_stale_staging(destination.parent());
     // Declared in this order so they are dropped the other way round: the
     // staging folder goes first, then the parent folders that held it.
     let parents = destination.create_parents()?;
@@ -103,9 +102,15 @@ fn create(
         manifest,
         checkpoint,
         handout,
-        &staging.content(),
+        staging.path(),
         Some(&pointer),
     )?;
+    // The lab knows its chapter; written like the tree's files, never
+    // through a symlink the tree put at that name.
+    let marker = crate::lab_dir::marker(manifest.id);
+    let at = Path::new(crate::lab_dir::MARKER_FILE);
+    crate::safe_fs::write_inside(staging.path(), at, marker.as_bytes(), 0o644)
+        .map_err(Error::from)?;
     let excluded = match pattern {
         Some(pattern) => Some(exclude::add(&repo.git, pattern)?),
         None => None,

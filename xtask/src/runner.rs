@@ -145,9 +145,6 @@ impl Invocation<'_> {
             ))
         })?;
         let mut command = Command::new(&program);
-        for name in run_overrides() {
-            command.env_remove(name);
-        }
         command
             .args(args)
             .args(self.extra)
@@ -403,27 +400,6 @@ impl Kept {
         text.push_str(&String::from_utf8_lossy(&tail[tail_start..]));
         text
     }
-}
-
-/// The variables of this process's environment that would change what
-/// compiles or runs a chapter's tests: a test runner
-/// (`CARGO_TARGET_<triple>_RUNNER`, which can print any report) and rustc
-/// wrappers. No child inherits them.
-fn run_overrides() -> Vec<OsString> {
-    const WRAPPERS: [&str; 4] = [
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_BUILD_RUSTC_WRAPPER",
-        "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
-    ];
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| {
-            let text = name.to_string_lossy();
-            WRAPPERS.contains(&text.as_ref())
-                || (text.starts_with("CARGO_TARGET_") && text.ends_with("_RUNNER"))
-        })
-        .collect()
 }
 
 #[cfg(test)]

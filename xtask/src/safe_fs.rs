@@ -59,11 +59,6 @@ impl Refusal {
     pub fn is_not_found(&self) -> bool {
         matches!(&self.reason, Reason::Io(error) if error.kind() == io::ErrorKind::NotFound)
     }
-
-    /// True when [`Open::CreateNew`] found the file there already.
-    pub fn is_already_there(&self) -> bool {
-        matches!(&self.reason, Reason::Io(error) if error.kind() == io::ErrorKind::AlreadyExists)
-    }
 }
 
 impl fmt::Display for Refusal {
@@ -101,41 +96,17 @@ impl From<Refusal> for Error {
     }
 }
 
-/// How [`open_inside`] opens a file. Every way refuses a symlink anywhere
-/// below the root and anything but a regular file at the end (a fifo is
-/// never waited on), and creates missing folders on the way except [`Open::Read`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Open {
-    /// Read an existing file; missing: [`Refusal::is_not_found`]. No folder is created.
-    Read,
-    /// Append, creating the file (mode 0o644 less the umask) if missing.
-    Append,
-    /// Create a new file for writing; there already: [`Refusal::is_already_there`].
-    CreateNew,
-    /// Read and write, creating the file if missing and never truncating it:
-    /// a lock file to hold with [`File::try_lock`].
-    #[allow(dead_code)] // for verify's work-folder lock
-    Lock,
-}
-
-/// Opens the regular file `rel` below `root` as `how` says, without
-/// following a symlink and without waiting on a fifo.
-pub fn open_inside(root: &Path, rel: &Path, how: Open) -> Result<File, Refusal> {
+/// Opens the regular file `rel` below `root` for reading, without
+/// following a symlink and without waiting on a fifo. Creates nothing.
+fn open_read(root: &Path, rel: &Path) -> Result<File, Refusal> {
     let names = names(rel)?;
     let (last, folders) = names.split_last().expect("names() is never empty");
-    let create = how != Open::Read;
     let at = || rel.to_path_buf();
-    let Some(folder) = open_folders(root, folders, create)? else {
+    let Some(folder) = open_folders(root, folders, false)? else {
         let missing = io::Error::from(io::ErrorKind::NotFound);
         return Err(Refusal::new(at(), Reason::Io(missing)));
     };
-    let flags = match how {
-        Open::Read => OFlags::RDONLY,
-        Open::Append => OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
-        Open::CreateNew => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
-        Open::Lock => OFlags::RDWR | OFlags::CREATE,
-    };
-    let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = open_at(&folder, last, flags, 0o644)
         .map_err(|error| explain(&folder, last, at(), error, true))?;
     let file = File::from(fd);
@@ -148,34 +119,7 @@ pub fn open_inside(root: &Path, rel: &Path, how: Open) -> Result<File, Refusal> 
     if !meta.is_file() {
         return Err(Refusal::new(at(), Reason::NotAFile));
     }
-    // A regular file ignores O_NONBLOCK; cleared all the same, so the file
-    // behaves as any other once handed out.
-    let plain = rustix::fs::fcntl_getfl(&file).map(|flags| flags - OFlags::NONBLOCK);
-    plain
-        .and_then(|flags| rustix::fs::fcntl_setfl(&file, flags))
-        .map_err(|errno| Refusal::new(at(), Reason::Io(errno.into())))?;
     Ok(file)
-}
-
-/// Removes the file or symlink `rel` below `root` (never what a symlink
-/// points at, never a folder); a missing one is no error.
-pub fn remove_inside(root: &Path, rel: &Path) -> Result<(), Refusal> {
-    let names = names(rel)?;
-    let (last, folders) = names.split_last().expect("names() is never empty");
-    let Some(folder) = open_folders(root, folders, false)? else {
-        return Ok(());
-    };
-    match rustix::fs::unlinkat(&folder, *last, AtFlags::empty()) {
-        Ok(()) => Ok(()),
-        Err(errno) if errno == rustix::io::Errno::NOENT => Ok(()),
-        Err(errno) => Err(explain(
-            &folder,
-            last,
-            rel.to_path_buf(),
-            errno.into(),
-            true,
-        )),
-    }
 }
 
 /// Makes `rel` below `root` a real folder and returns its path: creates what
@@ -192,7 +136,7 @@ pub fn folder_inside(root: &Path, rel: &Path) -> Result<PathBuf, Refusal> {
 /// a folder on the way) does not exist. Refuses a symlink anywhere below
 /// `root`, and anything but a regular file at the end. Creates nothing.
 pub fn read_inside(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, Refusal> {
-    let mut file = match open_inside(root, rel, Open::Read) {
+    let mut file = match open_read(root, rel) {
         Ok(file) => file,
         Err(refusal) if refusal.is_not_found() => return Ok(None),
         Err(refusal) => return Err(refusal),
@@ -299,24 +243,6 @@ fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Resu
 }
 
 /// Makes a fifo at `path`, for tests of what is never waited on.
-/// The first entry below `dir` (at any depth, never following a link) that
-/// is a symlink, or anything but a folder or a regular file (a FIFO, a
-/// socket, a device); a missing or unreadable folder holds none. For a build
-/// folder a tool hands to cargo, which would write through a link it finds
-/// there, or block on a FIFO.
-pub fn first_unsafe_entry(dir: &Path) -> Option<PathBuf> {
-    walkdir::WalkDir::new(dir)
-        .min_depth(1)
-        .follow_links(false)
-        .into_iter()
-        .filter_map(|entry| entry.ok())
-        .find(|entry| {
-            let kind = entry.file_type();
-            !(kind.is_dir() || kind.is_file())
-        })
-        .map(|entry| entry.into_path())
-}
-
 #[cfg(test)]
 pub fn make_fifo(path: &Path) -> io::Result<()> {
     let mode = Mode::from_raw_mode(0o644);
@@ -333,29 +259,6 @@ pub fn make_fifo(path: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_link_or_fifo_anywhere_in_a_build_folder_is_found_and_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("debug/deps")).unwrap();
-        std::fs::write(root.join("debug/deps/a.d"), "").unwrap();
-        assert_eq!(first_unsafe_entry(root), None);
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::create_dir(outside.path().join("inside")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("x"), root.join("debug/deps/b.d")).unwrap();
-        assert_eq!(first_unsafe_entry(root), Some(root.join("debug/deps/b.d")));
-        std::fs::remove_file(root.join("debug/deps/b.d")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            root.join("debug/deps/c.d"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
-        assert_eq!(first_unsafe_entry(root), Some(root.join("debug/deps/c.d")));
-        assert_eq!(first_unsafe_entry(&root.join("missing")), None);
-    }
     use std::fs;
     use std::os::unix::fs::symlink;
 
@@ -444,14 +347,9 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        let refusal = open_inside(&root, Path::new("missing/file"), Open::Read).unwrap_err();
+        let refusal = open_read(&root, Path::new("missing/file")).unwrap_err();
         assert!(refusal.is_not_found(), "{refusal}");
         assert!(!root.join("missing").exists(), "no folder made by a read");
-        remove_inside(&root, Path::new("missing/file")).unwrap();
-        assert!(
-            !root.join("missing").exists(),
-            "no folder made by a removal"
-        );
     }
 
     #[test]
@@ -461,13 +359,6 @@ mod tests {
         let started = std::time::Instant::now();
         let refusal = read_inside(&root, Path::new("real/fifo")).unwrap_err();
         assert!(matches!(refusal.reason, Reason::NotAFile), "{refusal}");
-        for how in [Open::Read, Open::Append, Open::Lock, Open::CreateNew] {
-            let refusal = open_inside(&root, Path::new("real/fifo"), how).unwrap_err();
-            assert!(
-                matches!(refusal.reason, Reason::NotAFile),
-                "{how:?}: {refusal}"
-            );
-        }
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         // A fifo on the way (a lab's `target` replaced by one) is not a folder.
         let refusal = read_inside(&root, Path::new("real/fifo/x")).unwrap_err();
@@ -479,51 +370,18 @@ mod tests {
     }
 
     #[test]
-    fn each_way_of_opening_does_what_it_says_and_follows_no_symlink() {
-        let (_holder, root, outside) = setup();
-        let open = |rel: &str, how| open_inside(&root, Path::new(rel), how);
-        open("new/log", Open::Append)
-            .unwrap()
-            .write_all(b"a\n")
-            .unwrap();
-        open("new/log", Open::Append)
-            .unwrap()
-            .write_all(b"b\n")
-            .unwrap();
-        assert_eq!(fs::read(root.join("new/log")).unwrap(), b"a\nb\n");
-        open("new/lock", Open::CreateNew).unwrap();
-        assert!(
-            open("new/lock", Open::CreateNew)
-                .unwrap_err()
-                .is_already_there()
-        );
-        let mut lock = open("new/log", Open::Lock).unwrap();
-        let mut kept = String::new();
-        lock.read_to_string(&mut kept).unwrap();
-        assert_eq!(kept, "a\nb\n", "a lock file is never truncated");
-        for how in [Open::Read, Open::Append, Open::CreateNew, Open::Lock] {
-            for (rel, at) in [
-                ("real/secret-link", "real/secret-link"),
-                ("link/secret", "link"),
-            ] {
-                let refusal = open(rel, how).unwrap_err();
-                assert!(refusal.is_symlink(), "{how:?} {rel}: {refusal}");
-                assert_eq!(refusal.at, Path::new(at));
-            }
-            assert!(
-                matches!(open("real", how).unwrap_err().reason, Reason::Folder),
-                "{how:?}"
-            );
+    fn a_read_follows_no_symlink_and_opens_no_folder() {
+        let (_holder, root, _) = setup();
+        for (rel, at) in [
+            ("real/secret-link", "real/secret-link"),
+            ("link/secret", "link"),
+        ] {
+            let refusal = read_inside(&root, Path::new(rel)).unwrap_err();
+            assert!(refusal.is_symlink(), "{rel}: {refusal}");
+            assert_eq!(refusal.at, Path::new(at));
         }
-        remove_inside(&root, Path::new("real/secret-link")).unwrap();
-        assert!(fs::symlink_metadata(root.join("real/secret-link")).is_err());
-        assert!(
-            remove_inside(&root, Path::new("link/secret"))
-                .unwrap_err()
-                .is_symlink()
-        );
-        assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret\n");
-        assert!(!outside.join("lock").exists() && !outside.join("log").exists());
+        let refusal = read_inside(&root, Path::new("real")).unwrap_err();
+        assert!(matches!(refusal.reason, Reason::Folder), "{refusal}");
     }
 
     #[test]
@@ -542,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn folders_are_made_and_removals_touch_only_what_is_there() {
+    fn folders_are_made_and_never_through_a_symlink() {
         let (_holder, root, _) = setup();
         let made = folder_inside(&root, Path::new("a/b")).unwrap();
         assert_eq!(made, root.join("a/b"));
@@ -552,13 +410,5 @@ mod tests {
                 .unwrap_err()
                 .is_symlink()
         );
-        // A missing file in an existing folder is no error; a folder is
-        // never removed.
-        remove_inside(&root, Path::new("real/missing")).unwrap();
-        let refusal = remove_inside(&root, Path::new("real")).unwrap_err();
-        assert!(matches!(refusal.reason, Reason::Folder), "{refusal}");
-        assert!(root.join("real/file").is_file());
-        remove_inside(&root, Path::new("real/file")).unwrap();
-        assert!(!root.join("real/file").exists());
     }
 }

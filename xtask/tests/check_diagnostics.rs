@@ -112,17 +112,106 @@ fn a_module_not_written_yet_is_named_as_a_file_to_make() {
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     run.prints(&[
-        "→ 要新建 course/src/types.rs，并在 crate 根（lib.rs）里用 `pub mod` 声明它",
+        "→ 要新建 course/src/types.rs，并在 course/src/lib.rs 里声明它",
+        "本章终点的 course/src/lib.rs 这样写：\n    pub mod types;\n",
         "could not find `types` in `course`",
     ]);
+    assert!(
+        !run.stdout.contains("pub mod assistant_stream"),
+        "{}",
+        run.stdout
+    );
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
     let errors = json["errors"].as_array().unwrap();
     assert!(
         errors
             .iter()
-            .any(|error| error["teachingFileMissing"] == true),
+            .any(|error| error["teachingFile"] == "course/src/lib.rs"
+                && error["declarations"] == serde_json::json!(["pub mod types;"])
+                && error["newFile"] == "course/src/types.rs"),
         "{json}"
     );
+}
+
+/// A chapter whose crate root keeps its module private and re-exports one
+/// function, as chapter 02 does with `block_on`.
+fn private_module_chapter() -> (Fixture, PathBuf) {
+    let lib = "//! The crate.\n\nmod x;\npub use x::y;\n";
+    let focused = "use course::y;\n\n#[test]\nfn y_is_one() {\n    assert_eq!(y(), 1);\n}\n";
+    let fixture = common::tiny_course_own_focused(
+        &[("course/src/lib.rs", "")],
+        &[
+            ("course/src/lib.rs", lib),
+            ("course/src/x.rs", X),
+            ("course/tests/focused.rs", focused),
+        ],
+        |manifest| {
+            manifest["teachingFiles"] = serde_json::json!(["course/src/x.rs", "course/src/lib.rs"]);
+            manifest["expectedTests"] = 1.into();
+            manifest["steps"] = serde_json::json!([]);
+            manifest["faults"] = serde_json::json!([]);
+        },
+    );
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    let lab = fixture.root().join("lab");
+    (fixture, lab)
+}
+
+const X: &str = "pub fn y() -> i32 {\n    1\n}\n";
+
+/// The advice for a missing module or item is the target's own crate root,
+/// quoted, and points at the file where the fix goes.
+#[test]
+fn the_advice_for_a_missing_module_quotes_the_targets_crate_root() {
+    let (fixture, lab) = private_module_chapter();
+    let errors = |fixture: &Fixture| {
+        let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
+        json["errors"].as_array().unwrap().clone()
+    };
+
+    // A blank lab: both lines, and the module file to make.
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&[
+        "→ 要新建 course/src/x.rs，并在 course/src/lib.rs 里声明它",
+        "这样写：\n    mod x;\n    pub use x::y;\n",
+    ]);
+    assert!(!run.stdout.contains("pub mod"), "{}", run.stdout);
+
+    // `pub mod x;` (what a fixed phrase used to say): the re-export is what
+    // is missing, in lib.rs, not in x.rs.
+    fs::write(lab.join("course/src/lib.rs"), "pub mod x;\n").unwrap();
+    fs::write(lab.join("course/src/x.rs"), X).unwrap();
+    let found = errors(&fixture);
+    assert!(!found.is_empty());
+    for error in &found {
+        assert_eq!(error["teachingFile"], "course/src/lib.rs", "{error}");
+        assert_eq!(
+            error["declarations"],
+            serde_json::json!(["pub use x::y;"]),
+            "{error}"
+        );
+        assert!(error["newFile"].is_null(), "{error}");
+    }
+
+    // Declared as the target does, the module file gone: the fix is that file.
+    fs::write(lab.join("course/src/lib.rs"), "mod x;\npub use x::y;\n").unwrap();
+    fs::remove_file(lab.join("course/src/x.rs")).unwrap();
+    let found = errors(&fixture);
+    assert!(
+        found
+            .iter()
+            .any(|error| error["teachingFile"] == "course/src/x.rs"
+                && error["teachingFileMissing"] == true
+                && error["declarations"] == serde_json::json!([])),
+        "{found:?}"
+    );
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .prints(&["→ 要新建 course/src/x.rs（编译器指向 course/src/lib.rs:"]);
+
+    fs::write(lab.join("course/src/x.rs"), X).unwrap();
+    fixture.xtask(&["check", "01", "lab"]).success();
 }
 
 #[test]

@@ -54,6 +54,7 @@ fn the_folder_holds_the_parent_tree_the_focused_test_and_the_guide() {
         );
     }
     let mut expected: Vec<_> = [
+        ".xtask-lab",
         "Cargo.toml",
         "LEARNING.md",
         "course",
@@ -324,32 +325,6 @@ fn a_new_folder_gets_the_usual_mode() {
     assert_eq!(mode & 0o777, usual & 0o777);
 }
 
-/// A tree file named like the tool's own staging marker is the learner's
-/// file like any other: copied as it is, never taken for the marker.
-#[test]
-fn a_tree_file_named_like_the_staging_marker_is_copied_as_it_is() {
-    let fixture = common::tiny_course_with(
-        &[
-            (".xtask-staging", "a file of the course\n"),
-            ("course/.xtask-staging", "another\n"),
-            ("content", "a file named like the staging content folder\n"),
-            ("course/src/lib.rs", ""),
-        ],
-        &[("course/src/lib.rs", common::ANSWER)],
-        |_| {},
-    );
-    let run = fixture.xtask(&["practice", "01", "lab"]);
-    run.success();
-    let lab = fixture.root().join("lab");
-    assert_eq!(read(&lab.join(".xtask-staging")), "a file of the course\n");
-    assert_eq!(read(&lab.join("course/.xtask-staging")), "another\n");
-    assert_eq!(
-        read(&lab.join("content")),
-        "a file named like the staging content folder\n"
-    );
-    assert!(common::staging_folders(fixture.root()).is_empty());
-}
-
 /// A course whose chapter 01 has a step with a test file of its own.
 fn course_with_a_step_test(patch: impl FnOnce(&mut serde_json::Value)) -> Fixture {
     common::tiny_course_with(
@@ -396,7 +371,7 @@ fn a_step_test_file_missing_at_the_target_leaves_nothing() {
     let before = snapshot(fixture.root());
     fixture
         .xtask(&["practice", "01", "lab"])
-        .fails_with(2, &["course/tests/missing.rs", "testFile"]);
+        .fails_with(2, &["`course/tests/missing.rs`", "终点提交"]);
     assert_eq!(snapshot(fixture.root()), before);
 }
 

@@ -127,7 +127,7 @@ fn a_step_test_file_missing_at_the_target_is_bad_input() {
     });
     fixture.xtask(&["verify"]).fails_with(
         2,
-        &["step 1.2's `testFile` course/tests/wires.rs is not a file at target"],
+        &["names `course/tests/wires.rs` that target", "does not have"],
     );
 }
 

@@ -6,9 +6,9 @@
 //! and the lab holds no build configuration the base lacks:
 //! a `.cargo/` folder (a `runner` can print any report), a `build.rs` or a
 //! toolchain file, in the lab's root, a package folder or any folder
-//! between them. Above the lab (parent folders, cargo's home) only what
-//! changes how tests compile or run counts: a `runner`, a rustc wrapper, a
-//! toolchain `path`.
+//! between them. Configuration above the lab (a parent folder's
+//! `.cargo/config.toml`, cargo's home, the environment) is the learner's
+//! own machine setup, outside the threat model: it is never read.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -52,10 +52,6 @@ pub(super) enum Change {
     Missing,
     /// The base has none.
     Added,
-    /// Configuration above the lab (a parent folder, cargo's home) that
-    /// changes how tests are compiled or run: a `runner`, a rustc wrapper,
-    /// a custom toolchain.
-    Outside,
 }
 
 /// The lab's build configuration that is not the base's; empty when the
@@ -131,68 +127,8 @@ pub(super) fn changed_build_config(
             }
         }
     }
-    changed.extend(outside_config(lab));
     changed.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(changed)
-}
-
-/// Cargo reads `.cargo/config.toml` from every folder above the lab and from
-/// its home, and rustup a toolchain file from every folder above: those that
-/// change how the tests are compiled or run (a `runner` can print any
-/// report) make a run untrustworthy too.
-fn outside_config(lab: &Path) -> Vec<ChangedConfig> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")));
-    let mut files: Vec<(PathBuf, &[&str])> = Vec::new();
-    for folder in lab.ancestors().skip(1) {
-        files.push((folder.join(".cargo/config"), &RUN_KEYS));
-        files.push((folder.join(".cargo/config.toml"), &RUN_KEYS));
-        files.push((folder.join("rust-toolchain"), &TOOLCHAIN_KEYS));
-        files.push((folder.join("rust-toolchain.toml"), &TOOLCHAIN_KEYS));
-    }
-    if let Some(home) = home {
-        files.push((home.join("config"), &RUN_KEYS));
-        files.push((home.join("config.toml"), &RUN_KEYS));
-    }
-    files
-        .into_iter()
-        .filter(|(file, keys)| sets_any(file, keys))
-        .map(|(file, _)| ChangedConfig {
-            path: file.display().to_string(),
-            change: Change::Outside,
-            restore: String::new(),
-        })
-        .collect()
-}
-
-/// Keys of a cargo config that decide what compiles or runs the tests.
-const RUN_KEYS: [&str; 4] = [
-    "runner",
-    "rustc-wrapper",
-    "rustc-workspace-wrapper",
-    "rustc",
-];
-/// The key of a toolchain file that points at a toolchain of its own.
-const TOOLCHAIN_KEYS: [&str; 1] = ["path"];
-
-/// True when the TOML file `file` sets one of `keys` (also as the last part
-/// of a dotted key). Read as lines, without following a link or waiting on
-/// a FIFO; a file that can't be read sets nothing.
-fn sets_any(file: &Path, keys: &[&str]) -> bool {
-    let (Some(folder), Some(name)) = (file.parent(), file.file_name()) else {
-        return false;
-    };
-    let Ok(Some(bytes)) = safe_fs::read_inside(folder, Path::new(name)) else {
-        return false;
-    };
-    String::from_utf8_lossy(&bytes).lines().any(|line| {
-        let Some((key, _)) = line.split_once('=') else {
-            return false;
-        };
-        let last = key.trim().rsplit('.').next().unwrap_or("");
-        keys.contains(&last.trim().trim_matches('"'))
-    })
 }
 
 /// The lab's root, every folder of the base holding a `Cargo.toml`, and

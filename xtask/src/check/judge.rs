@@ -6,50 +6,44 @@ use std::path::Path;
 
 use super::run::RunResult;
 use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
-use crate::cli;
 use crate::libtest::{Failure, Report};
 use crate::manifest::{Manifest, Step};
 use crate::runner::Captured;
 use crate::safe_fs;
 
-impl cli::Check {
-    /// Fills in the position from the runs' reports.
-    pub(super) fn judge(
-        &self,
-        manifest: &Manifest,
-        position: &mut Position,
-        runs: &[RunResult<'_>],
-    ) {
-        let report_of = |command: &[String]| {
-            runs.iter()
-                .find(|run| run.command == command)
-                .and_then(|run| run.report.as_ref())
-        };
-        let report = focused(runs).0;
-        position.timed_out = runs
-            .iter()
-            .filter_map(|run| run.captured.as_ref())
-            .any(|captured| captured.timed_out);
-        position.compiled = runs
-            .iter()
-            .filter_map(|run| run.report.as_ref())
-            .all(|report| report.compiled && report.ran);
-        position.passed = report.passed.len();
-        position.ran = report.passed.len() + report.failed.len();
-        position.errors = errors_at(manifest, &position.lab, runs);
-        position.steps = manifest
-            .steps
-            .iter()
-            .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
-            .collect();
-        (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
-        position.complete = complete(manifest, position, runs);
-        position.output = output(runs);
-        position.unexplained = unexplained(runs);
-        if self.json && self.verbose {
-            position.cargo_output = Some(position.output.clone());
-        }
-    }
+/// Fills in the position from the runs' reports.
+pub(super) fn judge(
+    manifest: &Manifest,
+    position: &mut Position,
+    runs: &[RunResult<'_>],
+    crate_root: Option<&trace::CrateRoot>,
+) {
+    let report_of = |command: &[String]| {
+        runs.iter()
+            .find(|run| run.command == command)
+            .and_then(|run| run.report.as_ref())
+    };
+    let report = focused(runs).0;
+    position.timed_out = runs
+        .iter()
+        .filter_map(|run| run.captured.as_ref())
+        .any(|captured| captured.timed_out);
+    position.compiled = runs
+        .iter()
+        .filter_map(|run| run.report.as_ref())
+        .all(|report| report.compiled && report.ran);
+    position.passed = report.passed.len();
+    position.ran = report.passed.len() + report.failed.len();
+    position.errors = errors_at(manifest, &position.lab, runs, crate_root);
+    position.steps = manifest
+        .steps
+        .iter()
+        .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
+        .collect();
+    (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
+    position.complete = complete(manifest, position, runs);
+    position.output = output(runs);
+    position.unexplained = unexplained(runs);
 }
 
 /// The focused run's report and capture; it comes first and always runs.
@@ -119,9 +113,16 @@ fn unexplained(runs: &[RunResult<'_>]) -> Option<String> {
 }
 
 /// Every compile error of the runs, once, with the teaching file where its
-/// fix goes.
-fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<ErrorAt> {
+/// fix goes: from the target's crate root when the error is about what it
+/// declares ([`trace::CrateRoot::advice`]), else from the spans and imports.
+fn errors_at(
+    manifest: &Manifest,
+    lab: &Path,
+    runs: &[RunResult<'_>],
+    crate_root: Option<&trace::CrateRoot>,
+) -> Vec<ErrorAt> {
     let imports = trace::imports(manifest, lab);
+    let teaching = &manifest.teaching_files;
     let mut errors: Vec<ErrorAt> = Vec::new();
     for report in runs.iter().filter_map(|run| run.report.as_ref()) {
         for error in &report.errors {
@@ -131,14 +132,26 @@ fn errors_at(manifest: &Manifest, lab: &Path, runs: &[RunResult<'_>]) -> Vec<Err
             if seen {
                 continue;
             }
-            let teaching_file = trace::teaching_file_for(error, &manifest.teaching_files, &imports);
+            let advice = crate_root
+                .and_then(|root| root.advice(error, teaching, lab))
+                .unwrap_or_else(|| {
+                    let file = trace::teaching_file_for(error, teaching, &imports);
+                    trace::Advice {
+                        file: file.map(|file| file.to_string()),
+                        missing: file.is_some_and(|file| {
+                            safe_fs::read_inside(lab, Path::new(file.as_str()))
+                                .is_ok_and(|f| f.is_none())
+                        }),
+                        ..trace::Advice::default()
+                    }
+                });
             errors.push(ErrorAt {
                 message: error.message.clone(),
                 location: error.location.clone(),
-                teaching_file: teaching_file.map(|file| file.to_string()),
-                teaching_file_missing: teaching_file.is_some_and(|file| {
-                    safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
-                }),
+                teaching_file: advice.file,
+                teaching_file_missing: advice.missing,
+                declarations: advice.declarations,
+                new_file: advice.new_file,
                 rendered: error.rendered.clone(),
             });
         }

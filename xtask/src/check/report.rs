@@ -47,7 +47,6 @@ impl cli::Check {
                 Change::Changed => say::build_config_changed(path, restore),
                 Change::Missing => say::build_config_gone(path, restore),
                 Change::Added => say::build_config_added(path, restore),
-                Change::Outside => say::build_config_outside(path),
             };
             outln!("{line}")?;
         }
@@ -72,11 +71,16 @@ impl cli::Check {
 fn print_errors(errors: &[ErrorAt]) -> Result<()> {
     outln!("{}", say::does_not_compile(errors.len()))?;
     for error in errors.iter().take(ERRORS_SHOWN) {
+        let location = error.location.as_deref();
         let heading = match &error.teaching_file {
-            Some(file) if error.teaching_file_missing => {
-                say::error_in_new_file(file, error.location.as_deref())
-            }
-            file => say::error_in(file.as_deref(), error.location.as_deref()),
+            Some(file) if !error.declarations.is_empty() => say::error_needs_declarations(
+                file,
+                &error.declarations,
+                error.new_file.as_deref(),
+                location,
+            ),
+            Some(file) if error.teaching_file_missing => say::error_in_new_file(file, location),
+            file => say::error_in(file.as_deref(), location),
         };
         outln!("\n{heading}")?;
         let text = if error.rendered.is_empty() {

@@ -50,13 +50,6 @@ pub fn watching(lab: &str) -> String {
     format!("正在盯着 {lab} 的改动（Ctrl-C 停止）")
 }
 
-pub fn lab_target_refused(lab: &str, why: &str) -> String {
-    format!(
-        "练习目录 {lab} 的构建文件夹 target 不能用：{why}。check 只在练习目录自己的 target 文件夹里构建，\
-         从不穿过符号链接写到别处；删掉它（`rm -r target`）再运行"
-    )
-}
-
 pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
@@ -144,8 +137,6 @@ pub fn line_cut(length: usize) -> String {
     format!("…（这一行共 {length} 个字符，加 --verbose 看全文）")
 }
 
-pub const NOT_A_FOLDER: &str = "它不是文件夹";
-
 pub fn cannot_touch(path: &str) -> String {
     format!("无法更新 {path} 的修改时间")
 }
@@ -157,23 +148,29 @@ pub fn cannot_read(folder: &str) -> String {
 /// The line above a compile error whose fix is a file not written yet.
 pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String {
     let location = location.unwrap_or("（没有位置）");
-    format!(
-        "→ 要新建 {teaching_file}，并在 crate 根（lib.rs）里用 `pub mod` 声明它（编译器指向 {location}）"
-    )
+    format!("→ 要新建 {teaching_file}（编译器指向 {location}）")
 }
 
-/// A symlink directly inside the lab's build folder, where cargo writes.
-pub fn lab_file_special(lab: &str, entry: &str) -> String {
+/// The lines above a compile error whose fix is in the crate root: the
+/// declarations it lacks, as the chapter's end writes them (and the module
+/// file to create as well, if any).
+pub fn error_needs_declarations(
+    crate_root: &str,
+    declarations: &[String],
+    new_file: Option<&str>,
+    location: Option<&str>,
+) -> String {
+    let location = location.unwrap_or("（没有位置）");
+    let create = new_file
+        .map(|file| format!("新建 {file}，并"))
+        .unwrap_or_default();
+    let lines: Vec<String> = declarations
+        .iter()
+        .map(|line| format!("    {line}"))
+        .collect();
     format!(
-        "练习目录 {lab} 里的 {entry} 不是普通文件（比如是命名管道）：cargo 读它会一直等下去，check 不会运行。\
-         删掉它，换回普通文件再运行"
-    )
-}
-
-pub fn target_entry_linked(lab: &str, entry: &str) -> String {
-    format!(
-        "练习目录 {lab} 的构建文件夹里 {entry} 是符号链接或不是普通文件：cargo 会穿过链接写到练习目录之外，或者一直等着命名管道，check 不会运行。\
-         删掉它（`rm {entry}`，或整个 `rm -r target`）再运行，下一次构建会重新生成"
+        "→ 要{create}在 {crate_root} 里声明它（编译器指向 {location}）。本章终点的 {crate_root} 这样写：\n{}",
+        lines.join("\n")
     )
 }
 
@@ -187,13 +184,6 @@ pub fn build_config_changed(path: &str, restore: &str) -> String {
 
 pub fn build_config_gone(path: &str, restore: &str) -> String {
     format!("✗ {path} 不在练习目录里：构建配置不全，结果不能算数。恢复它：\n    {restore}")
-}
-
-pub fn build_config_outside(path: &str) -> String {
-    format!(
-        "✗ 练习目录之外的 {path} 设置了 cargo 怎样编译或运行测试（runner、rustc 包装或自带的工具链）：\
-         这样跑出的结果不能算数。去掉这项设置，或者把练习目录放到不受它影响的地方"
-    )
 }
 
 pub fn build_config_added(path: &str, restore: &str) -> String {

@@ -56,6 +56,25 @@ pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {
     )
 }
 
+/// The marker file `practice` leaves at a lab's root: a comment for the
+/// learner, then the line the tools read.
+pub fn lab_marker(chapter: &str) -> String {
+    format!(
+        "# 这个练习目录是 `cargo xtask practice {chapter}` 为第 {chapter} 章建的；\
+         check 和 compare 靠下面这一行认出它属于哪一章，请不要改动。\n\
+         chapter = \"{chapter}\"\n"
+    )
+}
+
+/// A lab made for chapter `theirs`, named to a command of chapter `asked`.
+pub fn lab_of_another_chapter(dir: &str, theirs: &str, asked: &str, command: &str) -> String {
+    format!(
+        "{dir} 是第 {theirs} 章的练习目录（见它的 .xtask-lab），不是第 {asked} 章的。\
+         要看它的进度，运行 `{command}`；要练第 {asked} 章，先用 \
+         `cargo xtask practice {asked} <新目录>` 建一个它自己的练习目录"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -264,38 +264,19 @@ pub fn lab_cannot_add(file: &str, base: &str, why: &str) -> String {
     )
 }
 
-/// A file of the git folder `practice` needs (the exclude file, its lock)
-/// cannot be used. `exclude.rs` raises it.
+/// The exclude file `practice` adds the folder to cannot be read or
+/// written. `exclude.rs` raises it.
 pub fn exclude_unusable(path: &str, why: &str) -> String {
     pick(
         || {
             format!(
-                "没法用 {path} 把练习目录排除在 git 之外（{why}）：它必须是普通文件或文件夹；\
-                 删掉或修好它再运行；什么都没有改动"
+                "没法把练习目录写进 {path}，让 git 忽略它（{why}）：修好它再运行；什么都没有改动"
             )
         },
         || {
             format!(
-                "cannot use {path} to keep the practice folder out of git ({why}): it must be a plain \
-                 file or folder; remove or fix it and run again; nothing was touched"
-            )
-        },
-    )
-}
-
-/// Another practice run holds the exclude file's lock (or one died holding it).
-pub fn exclude_lock_stale(lock: &str, secs: u64) -> String {
-    pick(
-        || {
-            format!(
-                "{lock} 已经存在 {secs} 秒：另一个 practice 正在把它的文件夹写进排除文件；\
-                 如果没有别的 practice 在运行，删掉 {lock} 再运行"
-            )
-        },
-        || {
-            format!(
-                "{lock} has existed for {secs}s: another practice run is adding its folder to the exclude file; \
-                 if none is running, delete {lock} and run again"
+                "cannot add the practice folder to {path} to keep it out of git ({why}): \
+                 fix it and run again; nothing was touched"
             )
         },
     )

@@ -36,7 +36,6 @@ use crate::error::{Error, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest};
 use crate::repo::CourseRepo;
-use crate::tree;
 
 pub use report::Report;
 
@@ -118,7 +117,6 @@ impl Chapter {
         let manifest = folder.load()?;
         let checkpoint = locate::locate(&repo.git, folder.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        check_step_tests(repo, &manifest, &checkpoint)?;
         let handout = folder.handout()?;
         Ok(Chapter {
             manifest,
@@ -130,25 +128,4 @@ impl Chapter {
     fn id(&self) -> ChapterId {
         self.manifest.id
     }
-}
-
-/// Every step's own test file must be a file at the target (the focused
-/// test and the teaching files are checked by [`chapter::check_target`]).
-fn check_step_tests(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {
-    let tree = repo.tree_of(checkpoint.target.oid)?;
-    for step in &manifest.steps {
-        if let Some(file) = &step.test_file
-            && tree::file_at(&repo.git, &tree, file.as_str())?.is_none()
-        {
-            return Err(Error::bad_input(format!(
-                "checkpoints/{}/{}: step {}'s `testFile` {file} is not a file at target {}: \
-                 fix the manifest or re-cut the chapter",
-                manifest.id,
-                chapter::MANIFEST_FILE,
-                step.shown_id(),
-                checkpoint.target.short
-            )));
-        }
-    }
-    Ok(())
 }

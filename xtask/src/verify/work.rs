@@ -7,8 +7,8 @@
 //! build (newer than anything cargo has built) and no folder is modified
 //! afterwards: a fault gets its own copy, so an interrupted run leaves no
 //! fault applied anywhere. Nothing on the way to a folder may be a symlink
-//! or anything but a folder (exit 2); an old folder, or a link or FIFO in
-//! its place, is removed without following or opening anything inside it.
+//! or anything but a folder (exit 2); an old folder, or a link in its
+//! place, is removed without following anything inside it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,8 +42,7 @@ pub(super) struct Work<'a> {
 }
 
 impl<'a> Work<'a> {
-    /// Makes and locks the work folder with a folder per chapter of `ids`,
-    /// and ends what a killed verify left running in it.
+    /// Makes and locks the work folder with a folder per chapter of `ids`.
     pub fn open(repo: &'a CourseRepo, ids: &[ChapterId], timeout: Duration) -> Result<Work<'a>> {
         let refused = |refusal| work_refused(repo, refusal);
         let root = safe_fs::folder_inside(&repo.root, Path::new(WORK_FOLDER)).map_err(refused)?;
@@ -52,23 +51,6 @@ impl<'a> Work<'a> {
             safe_fs::folder_inside(&root, Path::new(CARGO_TARGET)).map_err(refused)?;
         for id in ids {
             safe_fs::folder_inside(&root, Path::new(&id.to_string())).map_err(refused)?;
-        }
-        // cargo writes below its build folder: it would follow a link there,
-        // or wait on a FIFO.
-        if let Some(link) = safe_fs::first_unsafe_entry(&cargo_target) {
-            return Err(Error::bad_input(format!(
-                "{} is a symlink or not a regular file: verify never lets cargo build through \
-                 a link or wait on a FIFO; remove it (or the whole {}) and run again",
-                link.display(),
-                cargo_target.display()
-            )));
-        }
-        let ended = lock::end_leftovers(&cargo_target);
-        if ended > 0 {
-            noteln!(
-                "verify: ended {ended} process(es) that an earlier verify, killed before it could \
-                 stop them, left running"
-            );
         }
         Ok(Work {
             repo,
