@@ -6,16 +6,8 @@
 //! * Chapter 02 — [`event_stream`]: one stream that carries the events of a
 //!   process and resolves its final result ([`block_on()`] drives it without
 //!   an async runtime).
-//! * Chapter 03 — [`types`]: the message IR that saves one complete tool
-//!   round-trip, and [`assistant_stream`]: the stream of one model call.
-//! * Chapter 04 — [`scripted_model`]: a model that plays scripted turns
-//!   through that stream and records each request.
 
 pub mod event_stream;
 
 mod block_on;
 pub use block_on::block_on;
-
-pub mod assistant_stream;
-pub mod scripted_model;
-pub mod types;
