@@ -6,8 +6,13 @@
 //! * Chapter 02 — [`event_stream`]: one stream that carries the events of a
 //!   process and resolves its final result ([`block_on()`] drives it without
 //!   an async runtime).
+//! * Chapter 03 — [`types`]: the message IR that saves one complete tool
+//!   round-trip, and [`assistant_stream`]: the stream of one model call.
 
 pub mod event_stream;
 
 mod block_on;
 pub use block_on::block_on;
+
+pub mod assistant_stream;
+pub mod types;
