@@ -8,6 +8,8 @@
 //!   an async runtime).
 //! * Chapter 03 — [`types`]: the message IR that saves one complete tool
 //!   round-trip, and [`assistant_stream`]: the stream of one model call.
+//! * Chapter 04 — [`scripted_model`]: a model that plays scripted turns
+//!   through that stream and records each request.
 
 pub mod event_stream;
 
@@ -15,4 +17,5 @@ mod block_on;
 pub use block_on::block_on;
 
 pub mod assistant_stream;
+pub mod scripted_model;
 pub mod types;
