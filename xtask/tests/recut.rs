@@ -691,7 +691,7 @@ fn refusals_change_nothing() {
         format!("{}\n", fixture.head()),
     )
     .unwrap();
-    refused(&fixture, &["recut", "03"], &["a merge is in progress"]);
+    refused(&fixture, &["recut", "03"], &["merge is in progress"]);
     fs::remove_file(fixture.repo.path().join("MERGE_HEAD")).unwrap();
 
     let mut config = fixture.repo.config().unwrap();

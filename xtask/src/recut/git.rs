@@ -1,14 +1,17 @@
 //! The git binary recut builds on (SPEC §5): `git` on PATH, 2.38 or newer
-//! (`merge-tree --write-tree`). Every call runs in the work tree's root,
+//! (`merge-tree --write-tree`). Every call runs in the work tree's root
 //! with its output captured: a failure becomes one error naming the command
-//! and git's own first words, an environment failure (disk, permissions)
-//! exit 3 like every other command's.
+//! and git's own words, exit 3 when the machine failed it (disk,
+//! permissions) as for every other command.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use git2::Oid;
+
 use crate::error::{Error, Result};
+use crate::out::noteln;
 use crate::signals;
 use crate::worlds;
 
@@ -16,25 +19,24 @@ use crate::worlds;
 const OLDEST: (u32, u32) = (2, 38);
 
 /// What git writes when the machine, not the input, failed it.
-const ENVIRONMENT: [&str; 7] = [
+const ENVIRONMENT: [&str; 6] = [
     "No space left on device",
     "Permission denied",
     "Read-only file system",
     "Disk quota exceeded",
     "File too large",
     "Too many open files",
-    "Cannot allocate memory",
 ];
 
-/// The git binary, run in `root`, on the repository's index or on a
-/// temporary one.
+/// The git binary, run in `root`, on the repository's index or on another
+/// index file.
 pub struct Git {
     root: PathBuf,
     index: Option<PathBuf>,
 }
 
-/// A finished git command: its exit code (`None` when a signal ended it),
-/// its standard output and its standard error.
+/// A finished git command: its exit code (`None` when a signal ended it)
+/// and its output.
 pub struct Done {
     pub code: Option<i32>,
     pub stdout: String,
@@ -48,27 +50,20 @@ impl Git {
             root: root.to_path_buf(),
             index: None,
         };
-        let version = git.run(&["--version"]).map_err(|error| {
-            Error::bad_input(format!(
-                "recut builds on git {}.{} or newer, and running `git` failed ({error}); \
-                 install git and put it on PATH; nothing was changed",
-                OLDEST.0, OLDEST.1
-            ))
-        })?;
-        match parse_version(&version) {
-            Some(found) if found >= OLDEST => Ok(git),
-            _ => Err(Error::bad_input(format!(
-                "recut builds on git {}.{} or newer (`merge-tree --write-tree`), and the git on \
-                 PATH says `{}`; install a newer git; nothing was changed",
-                OLDEST.0,
-                OLDEST.1,
-                version.trim()
-            ))),
+        let version = git.run(&["--version"]);
+        let found = version.as_deref().ok().and_then(parse_version);
+        if found.is_some_and(|found| found >= OLDEST) {
+            return Ok(git);
         }
+        let said = version.map_or_else(|error| error.to_string(), |said| format!("`{said}`"));
+        Err(Error::bad_input(format!(
+            "recut builds on git {}.{} or newer (`merge-tree --write-tree`), and the git on \
+             PATH said {said}: install a newer git; nothing was changed",
+            OLDEST.0, OLDEST.1
+        )))
     }
 
-    /// The same git, working on the index file `index` instead of the
-    /// repository's (`GIT_INDEX_FILE`).
+    /// The same git, on the index file `index` (`GIT_INDEX_FILE`).
     pub fn on_index(&self, index: &Path) -> Git {
         Git {
             root: self.root.clone(),
@@ -76,18 +71,35 @@ impl Git {
         }
     }
 
-    /// Runs `git ARGS`; its standard output, trimmed, or an error.
+    /// Runs `git ARGS`: its standard output, trimmed. Its warnings (e.g.
+    /// `git add` meeting a nested repository) are passed on.
     pub fn run(&self, args: &[impl AsRef<str>]) -> Result<String> {
-        self.run_with_input(args, "")
+        let done = self.call(args, "")?;
+        if done.code != Some(0) {
+            return Err(failure(args, &done));
+        }
+        for warning in done
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("warning:"))
+        {
+            noteln!("note: git {warning}");
+        }
+        Ok(done.stdout.trim_end().to_string())
     }
 
-    /// [`Git::run`] with `input` on standard input.
-    pub fn run_with_input(&self, args: &[impl AsRef<str>], input: &str) -> Result<String> {
+    /// Runs `git ARGS` that prints an object id.
+    pub fn oid(&self, args: &[&str]) -> Result<Oid> {
+        self.oid_with_input(args, "")
+    }
+
+    /// [`Git::oid`] with `input` on standard input.
+    pub fn oid_with_input(&self, args: &[&str], input: &str) -> Result<Oid> {
         let done = self.call(args, input)?;
-        if done.code == Some(0) {
-            Ok(done.stdout.trim_end().to_string())
-        } else {
-            Err(failure(args, &done))
+        let id = done.stdout.lines().next().unwrap_or_default();
+        match (done.code, Oid::from_str(id)) {
+            (Some(0), Ok(id)) => Ok(id),
+            _ => Err(failure(args, &done)),
         }
     }
 
@@ -95,31 +107,25 @@ impl Git {
     /// when it could not run. A signal to recut alone does not stop it.
     pub fn call(&self, args: &[impl AsRef<str>], input: &str) -> Result<Done> {
         let mut command = Command::new("git");
-        command
-            .arg("-C")
-            .arg(&self.root)
-            .args(args.iter().map(AsRef::as_ref))
-            // Messages recut reads (and classifies) in one language.
-            .env("LC_ALL", "C")
-            .env_remove("LANGUAGE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        command.arg("-C").arg(&self.root);
+        command.args(args.iter().map(AsRef::as_ref));
+        // Messages recut reads (and classifies) in one language.
+        command.env("LC_ALL", "C").env_remove("LANGUAGE");
         if let Some(index) = &self.index {
             command.env("GIT_INDEX_FILE", index);
         }
-        let shown = shown(args);
-        let mut child = command
+        let mut child = (command.stdin(Stdio::piped()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
-            .map_err(|error| Error::bad_input(format!("cannot run `{shown}`: {error}")))?;
+            .map_err(|error| Error::bad_input(format!("cannot run `{}`: {error}", shown(args))))?;
         if let Some(mut stdin) = child.stdin.take() {
-            // A git that does not read its input closes the pipe: its exit
-            // code says what happened.
+            // A git that reads no input closes the pipe; its exit code counts.
             let _ = stdin.write_all(input.as_bytes());
         }
-        let output = child
-            .wait_with_output()
-            .map_err(|error| Error::environment(format!("cannot wait for `{shown}`: {error}")))?;
+        let output = child.wait_with_output().map_err(|error| {
+            Error::environment(format!("cannot wait for `{}`: {error}", shown(args)))
+        })?;
         Ok(Done {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -128,24 +134,21 @@ impl Git {
     }
 }
 
-/// The error for `git ARGS` that ended as `done` did: git's message, on
-/// one line, exit 3 when the machine failed it and 2 otherwise (128 + n
-/// when signal n, which git got too, stopped recut).
+/// The error for `git ARGS` that ended as `done` did: git's message on one
+/// line; exit 3 when the machine failed it, 128 + n when signal n (which
+/// git got too) stopped recut, 2 otherwise.
 pub fn failure(args: &[impl AsRef<str>], done: &Done) -> Error {
-    let said: Vec<&str> = done
-        .stderr
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
-        .take(3)
-        .collect();
     if let Some(signal) = signals::received() {
         return Error::interrupted(signal);
     }
-    let why = match (done.code, said.is_empty()) {
-        (None, _) => "a signal ended it".to_string(),
-        (Some(code), true) => format!("it exited with {code}"),
-        (Some(_), false) => said.join(" "),
+    let said: Vec<&str> = (done.stderr.lines().map(str::trim))
+        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
+        .take(3)
+        .collect();
+    let why = match done.code {
+        None => "a signal ended it".to_string(),
+        Some(code) if said.is_empty() => format!("it exited with {code}"),
+        Some(_) => said.join(" "),
     };
     let message = format!("`{}` failed: {why}", shown(args));
     if done.code.is_none() || ENVIRONMENT.iter().any(|text| done.stderr.contains(text)) {
@@ -165,11 +168,9 @@ pub fn on_learner(args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// `git ARGS`, as the author would type it (the learner pathspec shown as `.`).
+/// `git ARGS`, as the author would type it (the learner pathspec as `.`).
 fn shown(args: &[impl AsRef<str>]) -> String {
-    let args: Vec<&str> = args
-        .iter()
-        .map(AsRef::as_ref)
+    let args: Vec<&str> = (args.iter().map(AsRef::as_ref))
         .filter(|arg| !arg.starts_with(":(exclude)"))
         .collect();
     format!("git {}", args.join(" "))
@@ -189,7 +190,7 @@ mod tests {
 
     #[test]
     fn versions_are_read_as_git_prints_them() {
-        assert_eq!(parse_version("git version 2.47.3\n"), Some((2, 47)));
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));
         assert_eq!(
             parse_version("git version 2.39.2 (Apple Git-143)"),
             Some((2, 39))

@@ -77,12 +77,8 @@ impl Planner<'_, '_> {
                 learner: self.worktree,
             },
         ];
-        let later = if self.only {
-            &[][..]
-        } else {
-            &chapters[position + 1..]
-        };
-        for later in later.iter().map(|chapter| chapter.id) {
+        let later = chapters[position + 1..].iter().filter(|_| !self.only);
+        for later in later.map(|chapter| chapter.id) {
             let Some(checkpoint) = locate::locate_if_cut(self.repo, later)? else {
                 self.notes.push(format!(
                     "chapter {later} was never cut (no `{}` commit): nothing to replay",
@@ -97,7 +93,8 @@ impl Planner<'_, '_> {
             if replayed == ours {
                 return Err(self.emptied(id, later, own.as_ref()));
             }
-            let old = self.find_commit(checkpoint.target.oid)?;
+            let old = self.repo.find_commit(checkpoint.target.oid);
+            let old = old.map_err(error::git("cannot read a chapter's commit"))?;
             let old = String::from_utf8_lossy(old.message_bytes());
             cuts.push(Cut {
                 message: format!(
@@ -168,8 +165,8 @@ impl Planner<'_, '_> {
             ),
             None => (self.head.id(), format!("HEAD, {}", describe(self.head))),
         };
-        let base = self.find_tree(self.learner_of(base)?)?;
-        let worktree = self.find_tree(self.worktree)?;
+        let base = find_tree(self.repo, self.learner_of(base)?)?;
+        let worktree = find_tree(self.repo, self.worktree)?;
         let is_file = |entry: &TreeEntry<'_>| entry.kind() == Some(ObjectType::Blob);
         let start = pick(
             self.repo,
@@ -195,47 +192,31 @@ impl Planner<'_, '_> {
         let theirs = self.learner_of(checkpoint.target.oid)?;
         // merge-tree (before git 2.40) merges commits and finds their base
         // itself: the three learner worlds as commits, on a common parent.
-        let base = self.scratch_commit(ancestor, None)?;
-        let ours = self.scratch_commit(ours, Some(&base))?;
-        let theirs = self.scratch_commit(theirs, Some(&base))?;
-        let args = [
-            "merge-tree",
-            "--write-tree",
-            "--name-only",
-            "--no-messages",
-            &ours,
-            &theirs,
-        ];
+        let commit = |tree: Oid, parent: &[&str]| {
+            let tree = tree.to_string();
+            let args = [&["commit-tree", &tree, "-m", "recut scratch"], parent].concat();
+            self.git.oid(&args).map(|id| id.to_string())
+        };
+        let base = commit(ancestor, &[])?;
+        let ours = commit(ours, &["-p", &base])?;
+        let theirs = commit(theirs, &["-p", &base])?;
+        let mut args = vec!["merge-tree", "--write-tree", "--name-only", "--no-messages"];
+        args.extend([ours.as_str(), theirs.as_str()]);
         let done = self.git.call(&args, "")?;
         let mut lines = done.stdout.lines();
         let tree = lines.next().and_then(|line| Oid::from_str(line).ok());
         match (done.code, tree) {
             (Some(0), Some(tree)) => Ok(tree),
             (Some(1), Some(_)) => {
-                let mut files: Vec<String> = lines
-                    .filter(|line| !line.is_empty())
-                    .map(str::to_string)
-                    .collect();
+                let mut files: Vec<String> = lines.map(str::to_string).collect();
                 files.dedup();
                 let target = self.tree_of(checkpoint.target.oid)?;
                 Err(Error::check_failed(conflict_message(
                     recut, later, checkpoint, &files, &target,
                 )))
             }
-            _ => Err(super::git::failure(&args, &done).context(format!(
-                "cannot replay chapter {later}; nothing was changed"
-            ))),
+            _ => Err(super::git::failure(&args, &done)),
         }
-    }
-
-    /// A commit of `tree` with `parent`, on no branch, for merge-tree.
-    fn scratch_commit(&self, tree: Oid, parent: Option<&str>) -> Result<String> {
-        let tree = tree.to_string();
-        let mut args = vec!["commit-tree", &tree, "-m", "recut scratch"];
-        if let Some(parent) = parent {
-            args.extend(["-p", parent]);
-        }
-        self.git.run(&args)
     }
 
     /// The learner world of `commit`: its tree without the tooling.
@@ -243,20 +224,12 @@ impl Planner<'_, '_> {
         learner_of(self.repo, &self.tree_of(commit)?)
     }
 
-    fn find_commit(&self, commit: Oid) -> Result<Commit<'_>> {
-        self.repo
-            .find_commit(commit)
-            .map_err(error::git(format!("cannot read commit {commit}")))
-    }
-
     fn tree_of(&self, commit: Oid) -> Result<Tree<'_>> {
-        self.find_commit(commit)?
-            .tree()
-            .map_err(error::git(format!("cannot read the tree of {commit}")))
-    }
-
-    fn find_tree(&self, tree: Oid) -> Result<Tree<'_>> {
-        find_tree(self.repo, tree)
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|commit| commit.tree());
+        tree.map_err(error::git(format!("cannot read the tree of {commit}")))
     }
 }
 

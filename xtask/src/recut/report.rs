@@ -1,10 +1,7 @@
-//! What a re-cut tells the author, and the final `verify`.
-//!
-//! Every way a re-cut ends says in one line where the branch, the index and
-//! the work tree are. Its exit status never depends on whether anyone reads
-//! its output: when standard output is closed (`recut … | true`) or full,
-//! the rest of the report (verify's table included) is not written, `verify`
-//! still runs, and its verdict is the exit status.
+//! What a re-cut tells the author, and the final `verify`. Every way a
+//! re-cut ends says in one line where the branch, the index and the work
+//! tree are. A closed or full stdout loses the rest of the report, never
+//! the verdict: `verify` still runs and decides the exit status.
 
 use git2::{Commit, Repository, Tree};
 
