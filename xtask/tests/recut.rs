@@ -1091,3 +1091,29 @@ fn a_full_stdout_is_reported_after_a_complete_re_cut() {
     assert_eq!(fixture.rev("HEAD~2"), old_head);
     all_at_head(&fixture);
 }
+
+#[test]
+fn learner_changes_committed_after_the_last_chapter_are_never_dropped() {
+    // A fix to chapter 03's test, committed after its checkpoint, is in no
+    // chapter's layer: replaying chapter 03 would drop it from HEAD.
+    let fixture = course();
+    fixture.write("course/tests/message_ir.rs", "// focused 03, fixed\n");
+    fixture.commit("Fix chapter 03's test");
+    edit_chapter_02(&fixture);
+    refused(
+        &fixture,
+        &["recut", "02", "--no-verify"],
+        &["not chapter 03's end state", "Re-cut chapter 03 first"],
+    );
+
+    // Re-cut as it says, chapter 03 holds the fix and chapter 02 replays it.
+    git(&fixture, &["checkout", "HEAD", "--", "course"]);
+    recut(&fixture, &["03", "--no-verify"]).success();
+    edit_chapter_02(&fixture);
+    recut(&fixture, &["02", "--no-verify"]).success();
+    assert_eq!(
+        fixture.learner_at("HEAD")["course/tests/message_ir.rs"].1,
+        b"// focused 03, fixed\n"
+    );
+    all_at_head(&fixture);
+}

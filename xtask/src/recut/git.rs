@@ -88,13 +88,9 @@ impl Git {
         Ok(done.stdout.trim_end().to_string())
     }
 
-    /// Runs `git ARGS` that prints an object id.
-    pub fn oid(&self, args: &[&str]) -> Result<Oid> {
-        self.oid_with_input(args, "")
-    }
-
-    /// [`Git::oid`] with `input` on standard input.
-    pub fn oid_with_input(&self, args: &[&str], input: &str) -> Result<Oid> {
+    /// Runs `git ARGS`, with `input` on its standard input, for the object
+    /// id it prints.
+    pub fn oid(&self, args: &[&str], input: &str) -> Result<Oid> {
         let done = self.call(args, input)?;
         let id = done.stdout.lines().next().unwrap_or_default();
         match (done.code, Oid::from_str(id)) {

@@ -40,13 +40,8 @@ use crate::repo::{CourseRepo, short_id};
 use crate::signals;
 
 /// What git says when it refuses to update the work tree (and wrote nothing).
-const REFUSED: [&str; 5] = [
-    "not uptodate",
-    "would be overwritten",
-    "would be removed",
-    "would be lost",
-    "index.lock",
-];
+/// (`would be overwritten`, `would be removed`, `would be lost`.)
+const REFUSED: [&str; 3] = ["not uptodate", "would be ", "index.lock"];
 
 /// The branch HEAD points to and its commit.
 pub struct Branch {
@@ -126,7 +121,7 @@ impl cli::Recut {
         let copy = git.on_index(index);
         copy.run(&on_learner(&["add", "-A"]))?;
         copy.run(&["update-index", "-q", "--refresh"])?;
-        let tree = plan::find_tree(&repo.git, copy.oid(&["write-tree"])?)?;
+        let tree = plan::find_tree(&repo.git, copy.oid(&["write-tree"], "")?)?;
         let mut notes = Vec::new();
         signals::check()?;
         let cuts = plan::Planner {
@@ -145,7 +140,7 @@ impl cli::Recut {
             signals::check()?;
             let tree = plan::compose(&repo.git, cut.learner, &tooling)?.to_string();
             let args = ["commit-tree", &tree, "-p", &parent.to_string(), "-F", "-"];
-            parent = git.oid_with_input(&args, &cut.message)?;
+            parent = git.oid(&args, &cut.message)?;
             commits.push(parent);
         }
         signals::check()?;

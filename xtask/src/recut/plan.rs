@@ -77,6 +77,7 @@ impl Planner<'_, '_> {
                 learner: self.worktree,
             },
         ];
+        let mut last = None;
         let later = chapters[position + 1..].iter().filter(|_| !self.only);
         for later in later.map(|chapter| chapter.id) {
             let Some(checkpoint) = locate::locate_if_cut(self.repo, later)? else {
@@ -86,6 +87,7 @@ impl Planner<'_, '_> {
                 ));
                 continue;
             };
+            last = Some((later, checkpoint.target.clone()));
             let ours = cuts[cuts.len() - 1].learner;
             let ancestor = self.learner_of(checkpoint.parent.oid)?;
             unchanged &= ancestor == ours;
@@ -103,6 +105,18 @@ impl Planner<'_, '_> {
                 ),
                 learner: replayed,
             });
+        }
+        // A later commit's learner changes are in no chapter's layer.
+        if let Some((last, target)) = last
+            && self.learner_of(target.oid)? != self.learner_of(self.head.id())?
+        {
+            return Err(Error::bad_input(format!(
+                "HEAD's learner world is not chapter {last}'s end state ({} {}): the commits \
+                 after it changed the learner's files, and replaying chapter {last}'s layer would \
+                 drop those changes. Re-cut chapter {last} first (`cargo xtask recut {last}` with \
+                 HEAD's learner world in the work tree), then chapter {id}; nothing was changed",
+                target.short, target.subject
+            )));
         }
         if unchanged {
             return Err(Error::bad_input(format!(
@@ -195,7 +209,7 @@ impl Planner<'_, '_> {
         let commit = |tree: Oid, parent: &[&str]| {
             let tree = tree.to_string();
             let args = [&["commit-tree", &tree, "-m", "recut scratch"], parent].concat();
-            self.git.oid(&args).map(|id| id.to_string())
+            self.git.oid(&args, "").map(|id| id.to_string())
         };
         let base = commit(ancestor, &[])?;
         let ours = commit(ours, &["-p", &base])?;

@@ -74,10 +74,7 @@ pub fn say_if_lost() {
 /// The commits a re-cut appended, and where everything is now.
 pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
     let branch = &appended.branch;
-    let shown_branch = branch
-        .name
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&branch.name);
+    let shown_branch = branch.name.trim_start_matches("refs/heads/");
     let find = |id| {
         git.find_commit(id)
             .map_err(error::git(format!("cannot read commit {id}")))
