@@ -19,7 +19,8 @@ use crate::worlds;
 const OLDEST: (u32, u32) = (2, 38);
 
 /// What git writes when the machine, not the input, failed it.
-const ENVIRONMENT: [&str; 6] = [
+const ENVIRONMENT: [&str; 7] = [
+    "unable to write",
     "No space left on device",
     "Permission denied",
     "Read-only file system",
@@ -56,10 +57,10 @@ impl Git {
             return Ok(git);
         }
         let said = version.map_or_else(|error| error.to_string(), |said| format!("`{said}`"));
+        let (major, minor) = OLDEST;
         Err(Error::bad_input(format!(
-            "recut builds on git {}.{} or newer (`merge-tree --write-tree`), and the git on \
-             PATH said {said}: install a newer git; nothing was changed",
-            OLDEST.0, OLDEST.1
+            "recut builds on git {major}.{minor} or newer (`merge-tree --write-tree`), and the \
+             git on PATH said {said}: put git {major}.{minor} or newer on PATH; nothing was changed"
         )))
     }
 
