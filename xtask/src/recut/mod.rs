@@ -80,9 +80,7 @@ impl cli::Recut {
         let copy = tempfile::tempdir().map_err(error::io("cannot create a temporary folder"))?;
         let index = copy.path().join("index");
         let (git, mut appended) = self.prepare(repo, &index).map_err(unchanged)?;
-        let commits = &appended.commits;
-        let (cut, new) = (commits[1], commits[commits.len() - 1]);
-        self.apply(&git, &index, &appended.branch, cut, new)?;
+        self.apply(&git, &index, &appended)?;
         let changed = git
             .run(&on_learner(&["diff", "--name-only", "HEAD"]))
             .map_err(|error| error.context(format!("the re-cut is complete ({AT_NEW}), but")))?;
@@ -123,7 +121,6 @@ impl cli::Recut {
         copy.run(&["update-index", "-q", "--refresh"])?;
         let tree = plan::find_tree(&repo.git, copy.oid(&["write-tree"], "")?)?;
         let mut notes = Vec::new();
-        signals::check()?;
         let cuts = plan::Planner {
             repo: &repo.git,
             git: &git,
@@ -143,7 +140,6 @@ impl cli::Recut {
             parent = git.oid(&args, &cut.message)?;
             commits.push(parent);
         }
-        signals::check()?;
         let appended = Appended {
             branch,
             commits,
@@ -152,12 +148,13 @@ impl cli::Recut {
         Ok((git, appended))
     }
 
-    /// Moves the branch from its head to `new`, the index and the work tree
-    /// from `cut` (the work tree's learner world) to `new`, the way git
-    /// moves them (see the [module](self) docs).
-    fn apply(&self, git: &Git, index: &Path, branch: &Branch, cut: Oid, new: Oid) -> Result<()> {
-        let (name, id) = (&branch.name, self.id);
-        let [old, cut, new] = [branch.head, cut, new].map(|oid| oid.to_string());
+    /// Moves the branch from its head to the last commit NEW, the index and
+    /// the work tree from the `course(NN):` one CUT (the work tree's learner
+    /// world) to NEW, the way git moves them (see the [module](self) docs).
+    fn apply(&self, git: &Git, index: &Path, appended: &Appended) -> Result<()> {
+        let (name, id, commits) = (&appended.branch.name, self.id, &appended.commits);
+        let ends = [appended.branch.head, commits[1], commits[commits.len() - 1]];
+        let [old, cut, new] = ends.map(|oid| oid.to_string());
         // What git would refuse now (an untracked file in the way) is
         // refused before anything changes.
         git.on_index(index)
@@ -176,14 +173,18 @@ impl cli::Recut {
         };
         let said = error.to_string();
         if !REFUSED.iter().any(|text| said.contains(text)) {
-            return Err(Error::environment(format!(
+            let what = format!(
                 "the branch has the re-cut commits (HEAD is {}), but git could not bring the \
-                 index and the work tree to them: {error}; nothing uncommitted was overwritten \
-                 (git replaces only files it has seen); once that is fixed, see `git status` \
-                 and bring the learner's files to HEAD with `git restore --source=HEAD \
-                 --staged --worktree -- <path>`",
+                 index and the work tree to them (nothing uncommitted was overwritten: git \
+                 replaces only files it has seen; once the cause is fixed, see `git status` and \
+                 bring the learner's files to HEAD with `git restore --source=HEAD --staged \
+                 --worktree -- <path>`)",
                 &new[..7]
-            )));
+            );
+            return Err(match error.exit_code() {
+                code if code > 128 => error.context(what),
+                _ => Error::environment(format!("{what}: {error}")),
+            });
         }
         // git refused (an edit saved meanwhile, a lock): the branch goes back.
         let undo = format!("recut {id}: undone, back to {old}");

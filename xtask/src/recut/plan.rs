@@ -131,13 +131,11 @@ impl Planner<'_, '_> {
     /// Why a later chapter's replayed layer came out empty: the work tree
     /// already held it (most likely a later chapter's end state).
     fn emptied(&self, recut: ChapterId, later: ChapterId, own: Option<&Checkpoint>) -> Error {
-        let how = match own.map(|checkpoint| (checkpoint, self.tree_of(checkpoint.target.oid))) {
-            Some((checkpoint, Ok(tree))) => format!(
-                " (e.g. `{}`)",
-                restore_command(&checkpoint.target.short, &tree)
-            ),
-            _ => String::new(),
-        };
+        let target = own.and_then(|own| Some((own, self.tree_of(own.target.oid).ok()?)));
+        let how = target.map(|(own, tree)| restore_command(&own.target.short, &tree));
+        let how = how
+            .map(|how| format!(" (e.g. `{how}`)"))
+            .unwrap_or_default();
         Error::bad_input(format!(
             "re-cutting chapter {recut} would leave chapter {later}'s layer empty: the work tree \
              already holds all of chapter {later}'s changes. Bring the work tree's learner world \
