@@ -1,13 +1,18 @@
-//! `recut NN`: re-cutting chapters by appending commits, on fixture courses.
-//! Every run hides git's global and system configuration, so the author's
-//! identity is the fixture's own (`set_identity`) and nothing of the caller's
-//! environment counts.
+//! `recut NN`: re-cutting chapters by appending commits, on fixture courses,
+//! and what a re-cut leaves when something goes wrong: one line saying
+//! where things are, and nothing lost (SPEC §5). recut runs the `git` on
+//! PATH; every run hides git's global configuration (HOME points into the
+//! fixture), so the author's identity is the fixture's own
+//! (`set_identity`) and nothing of the caller's environment counts.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use common::{ANSWER, Blob, Fixture, Run, manifest, tiny_course};
 use git2::Oid;
@@ -16,10 +21,21 @@ const RESTORE_03: &str = "Restore chapter 03's starting point, to re-cut it";
 const RESTORE_02: &str = "Restore chapter 02's starting point, to re-cut it";
 const COURSE_02: &str = "course(02): the stream";
 const COURSE_03: &str = "course(03): save one complete tool round-trip";
+const AS_THEY_WERE: &str = "the branch, the index and the work tree are all as they were";
+const AT_NEW: &str = "the branch, the index and the work tree are all at the new state";
+const STAGED: &str = "the branch and the work tree are as they were, and the index holds \
+                      the work tree's learner files";
 
 /// Chapters 02 and 03 cut, the chapter folders committed, an identity set.
 fn course() -> Fixture {
-    let fixture = Fixture::course();
+    course_with(&[])
+}
+
+/// [`course`] with `extra` files added by chapter 03's layer (in the
+/// commits and the index only: the work tree is about to be brought back
+/// to chapter 02 anyway).
+fn course_with(extra: &[(String, String)]) -> Fixture {
+    let fixture = Fixture::course_with_index_only(extra);
     fixture.set_identity();
     fixture
 }
@@ -35,6 +51,13 @@ fn back_to_chapter_02(fixture: &Fixture) {
     fixture.write("course/src/lib.rs", "pub mod stream;\n");
     fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
     fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
+}
+
+/// [`back_to_chapter_02`], and an edit: `recut 02` then re-cuts 02 and
+/// replays 03 into the work tree.
+fn edit_chapter_02(fixture: &Fixture) {
+    back_to_chapter_02(fixture);
+    fixture.write("course/src/stream.rs", "// chapter 02, second cut\n");
 }
 
 fn files(entries: &[(&str, &str)]) -> BTreeMap<String, Blob> {
@@ -87,24 +110,57 @@ fn learner_of_head(fixture: &Fixture) -> BTreeMap<String, (Oid, u32)> {
         .collect()
 }
 
+/// The work tree's learner files: path → content.
+fn learner_work_tree(fixture: &Fixture) -> BTreeMap<String, Vec<u8>> {
+    fixture
+        .work_tree()
+        .into_iter()
+        .filter(|(path, _)| !common::is_tooling(path))
+        .map(|(path, (_, content))| (path, content))
+        .collect()
+}
+
+/// The learner's world of the index, of HEAD and of the work tree agree.
+fn all_at_head(fixture: &Fixture) {
+    let expected: BTreeMap<String, Vec<u8>> = fixture
+        .learner_at("HEAD")
+        .into_iter()
+        .map(|(path, (_, content))| (path, content))
+        .collect();
+    assert_eq!(
+        learner_work_tree(fixture),
+        expected,
+        "the work tree is HEAD's"
+    );
+    assert_eq!(
+        learner_index(fixture),
+        learner_of_head(fixture),
+        "the index is HEAD's"
+    );
+}
+
 /// Everything a refused or failed re-cut must leave as it was.
 #[derive(Debug, PartialEq)]
 struct Everything {
     head_file: Vec<u8>,
-    refs: Vec<(String, Option<Oid>)>,
+    refs: Vec<(String, Option<Oid>, Option<String>)>,
     index_file: Vec<u8>,
     work_tree: BTreeMap<String, (u32, Vec<u8>)>,
 }
 
 fn everything(fixture: &Fixture) -> Everything {
     let git = fixture.repo.path();
-    let mut refs: Vec<(String, Option<Oid>)> = fixture
+    let mut refs: Vec<_> = fixture
         .repo
         .references()
         .unwrap()
         .map(|reference| {
             let reference = reference.unwrap();
-            (reference.name().unwrap().to_string(), reference.target())
+            (
+                reference.name().unwrap().to_string(),
+                reference.target(),
+                reference.symbolic_target().unwrap().map(str::to_string),
+            )
         })
         .collect();
     refs.sort();
@@ -114,6 +170,91 @@ fn everything(fixture: &Fixture) -> Everything {
         index_file: fs::read(git.join("index")).unwrap_or_default(),
         work_tree: fixture.work_tree(),
     }
+}
+
+/// Asserts that `args` is refused with exit 2, naming `needles`, and that
+/// it changed nothing.
+fn refused(fixture: &Fixture, args: &[&str], needles: &[&str]) {
+    let before = everything(fixture);
+    fixture.xtask_own_config(args).fails_with(2, needles);
+    assert_eq!(everything(fixture), before, "{args:?} changed something");
+}
+
+/// Exactly one `error:` line, and it says where everything is.
+fn one_line_saying(run: &Run, state: &str) {
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    assert!(errors[0].contains(state), "{}", run.stderr);
+}
+
+/// `cargo xtask ARGS` as `xtask_own_config` runs it, for tests that set up
+/// the child themselves (limits, PATH, stdout).
+fn command(fixture: &Fixture, args: &[&str]) -> Command {
+    let caller_home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| caller_home.join(".cargo"));
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| caller_home.join(".rustup"));
+    let home = fixture.dir.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    command
+        .env("CARGO_HOME", cargo_home)
+        .env("RUSTUP_HOME", rustup_home)
+        .args(args)
+        .current_dir(fixture.root())
+        .env("CARGO_TERM_COLOR", "never")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &home)
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(mut command: Command) -> Run {
+    let output = command.output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Installs git's `reference-transaction` hook: `script` runs once, the
+/// first time git reaches `state` while moving a reference (`prepared`:
+/// before the move, where a failing hook stops it; `committed`: after it).
+fn hook_once(fixture: &Fixture, state: &str, script: &str) {
+    let hooks = fixture.repo.path().join("hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    let done = fixture.dir.path().join("hook-ran");
+    let hook = hooks.join("reference-transaction");
+    fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\n[ \"$1\" = {state} ] || exit 0\n\
+             [ -e '{done}' ] && exit 0\ntouch '{done}'\n{script}\n",
+            done = done.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Runs `git ARGS` in the fixture, as the author would.
+fn git(fixture: &Fixture, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(fixture.root())
+        .args(args)
+        .env("HOME", fixture.dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
 }
 
 #[test]
@@ -441,6 +582,17 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
     fixture.write("course/debug.log", "ignored\n");
     fixture.write("course/scratch/notes.txt", "ignored folder\n");
     fs::create_dir_all(fixture.root().join("course/empty")).unwrap();
+    // git commits no FIFO, and nor does recut.
+    let fifo = std::ffi::CString::new(
+        fixture
+            .root()
+            .join("course/pipe")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
     let before = fixture.work_tree();
 
     recut(&fixture, &["03", "--no-verify"]).success();
@@ -465,6 +617,7 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
         (0o120000, b"../Cargo.toml".to_vec())
     );
     assert!(!head.contains_key("course/debug.log"));
+    assert!(!head.contains_key("course/pipe"));
     assert!(!head.keys().any(|path| path.starts_with("course/scratch")));
     assert_eq!(
         fixture.work_tree(),
@@ -481,17 +634,6 @@ fn files_symlinks_and_executable_bits_are_committed_as_git_would() {
             .is_symlink()
     );
     assert_eq!(learner_index(&fixture), learner_of_head(&fixture));
-}
-
-/// Asserts that `run` was refused with exit 2 and left everything as it was.
-fn refused(fixture: &Fixture, args: &[&str], needles: &[&str]) {
-    let before = everything(fixture);
-    fixture.xtask_own_config(args).fails_with(2, needles);
-    assert_eq!(
-        everything(fixture),
-        before,
-        "a refused re-cut changes nothing"
-    );
 }
 
 #[test]
@@ -549,7 +691,7 @@ fn refusals_change_nothing() {
         format!("{}\n", fixture.head()),
     )
     .unwrap();
-    refused(&fixture, &["recut", "03"], &["a merge is in progress"]);
+    refused(&fixture, &["recut", "03"], &["merge is in progress"]);
     fs::remove_file(fixture.repo.path().join("MERGE_HEAD")).unwrap();
 
     let mut config = fixture.repo.config().unwrap();
@@ -609,4 +751,369 @@ fn a_verify_that_fails_after_the_commits_exits_1_not_2() {
     run.fails_with(1, &["the re-cut commits are in place, but verify failed"]);
     assert_eq!(fixture.rev("HEAD~2"), old_head, "the branch did move");
     drop(held);
+}
+
+#[test]
+fn a_locked_index_loses_nothing() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    fs::write(fixture.repo.path().join("index.lock"), "").unwrap();
+    let before = everything(&fixture);
+
+    let run = recut(&fixture, &["02", "--no-verify"]);
+
+    run.fails_with(2, &["index.lock", "File exists", AS_THEY_WERE]);
+    one_line_saying(&run, AS_THEY_WERE);
+    assert_eq!(everything(&fixture), before);
+    assert!(fixture.repo.path().join("index.lock").exists(), "not ours");
+}
+
+#[test]
+fn a_sparse_checkout_commits_no_deletion_it_did_not_see() {
+    let fixture = course();
+    let old_head = fixture.head().to_string();
+    // The focused tests are outside the checkout: missing from the work
+    // tree, marked skip-worktree in the index.
+    git(
+        &fixture,
+        &[
+            "sparse-checkout",
+            "set",
+            "--no-cone",
+            "/*",
+            "!/course/tests/",
+        ],
+    );
+    assert!(!fixture.root().join("course/tests").exists());
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+
+    recut(&fixture, &["03", "--no-verify"]).success();
+
+    let mut expected = fixture.learner_at(&old_head);
+    expected.insert(
+        "course/src/types.rs".into(),
+        (0o100644, b"// chapter 03, second cut\n".to_vec()),
+    );
+    assert_eq!(fixture.learner_at("HEAD"), expected, "no test was deleted");
+    assert_eq!(
+        fixture.learner_at("HEAD~1")["course/tests/stream.rs"].1,
+        b"// focused 02\n"
+    );
+    assert!(
+        !fixture.root().join("course/tests").exists(),
+        "still sparse"
+    );
+    assert_eq!(learner_index(&fixture), learner_of_head(&fixture));
+}
+
+#[test]
+fn an_edit_saved_while_recut_runs_is_never_lost() {
+    // Saved after the commits are built and the branch moved, before the
+    // work tree follows, to a file chapter 03's replay changes: git's
+    // up-to-date check refuses, and recut moves the branch back.
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    let old_head = fixture.head();
+    let lib = fixture.root().join("course/src/lib.rs");
+    hook_once(
+        &fixture,
+        "committed",
+        &format!("echo '// saved while recut ran' >> '{}'", lib.display()),
+    );
+    let mut expected = learner_work_tree(&fixture);
+    expected.insert(
+        "course/src/lib.rs".into(),
+        b"pub mod stream;\n// saved while recut ran\n".to_vec(),
+    );
+
+    let run = recut(&fixture, &["02", "--no-verify"]);
+
+    run.fails_with(2, &["course/src/lib.rs", "moved", "back", STAGED]);
+    one_line_saying(&run, STAGED);
+    assert_eq!(fixture.head(), old_head);
+    assert_eq!(learner_work_tree(&fixture), expected, "the edit is kept");
+
+    // Saved to a file the re-cut does not change: git keeps it, uncommitted.
+    let fixture = course();
+    let stream = fixture.root().join("course/src/stream.rs");
+    hook_once(
+        &fixture,
+        "committed",
+        &format!("echo '// saved while recut ran' >> '{}'", stream.display()),
+    );
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+
+    let run = recut(&fixture, &["03", "--no-verify"]);
+
+    run.success()
+        .prints(&["changed while recut ran", "course/src/stream.rs", AT_NEW]);
+    assert_eq!(
+        fs::read_to_string(&stream).unwrap(),
+        "// chapter 02\n// saved while recut ran\n"
+    );
+    assert_eq!(
+        fixture.learner_at("HEAD")["course/src/stream.rs"].1,
+        b"// chapter 02\n"
+    );
+}
+
+#[test]
+fn a_branch_that_cannot_move_commits_nothing() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    let old_head = fixture.head();
+    let work_tree = fixture.work_tree();
+    hook_once(&fixture, "prepared", "echo 'hook: no' >&2; exit 1");
+
+    let run = recut(&fixture, &["02", "--no-verify"]);
+
+    run.fails_with(2, &["update-ref", "did not move", STAGED]);
+    one_line_saying(&run, STAGED);
+    assert_eq!(fixture.head(), old_head);
+    assert_eq!(fixture.work_tree(), work_tree);
+}
+
+#[test]
+fn a_signal_after_the_branch_moved_finishes_the_re_cut() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    let old_head = fixture.head();
+    // The hook's parent is `git update-ref`, whose parent is recut.
+    hook_once(
+        &fixture,
+        "committed",
+        "kill -TERM \"$(cut -d' ' -f4 /proc/$PPID/stat)\"",
+    );
+    let mut recut = command(&fixture, &["recut", "02", "--no-verify"]);
+    // SAFETY: signal(2) only, between fork and exec: the child starts
+    // with the default disposition even when this test run ignores it.
+    unsafe {
+        recut.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+
+    let run = run(recut);
+
+    assert_eq!(run.code, 143, "{}", run.stderr);
+    one_line_saying(&run, AT_NEW);
+    assert_eq!(fixture.rev("HEAD~3"), old_head);
+    all_at_head(&fixture);
+}
+
+#[test]
+fn a_write_that_fails_for_lack_of_space_loses_nothing() {
+    // Chapter 03 brings a 2 MB file; git may write files of 1 MB.
+    let big = "0123456789abcdef\n".repeat(2 << 20 >> 4);
+    let fixture = course_with(&[("course/data/big.txt".to_string(), big)]);
+    edit_chapter_02(&fixture);
+    let old_head = fixture.head();
+    let before = learner_work_tree(&fixture);
+    let tooling_before: BTreeMap<_, _> = fixture
+        .work_tree()
+        .into_iter()
+        .filter(|(path, _)| common::is_tooling(path))
+        .collect();
+
+    let mut recut = command(&fixture, &["recut", "02", "--no-verify"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        recut.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let run = run(recut);
+
+    run.fails_with(3, &["unable to write file course/data/big.txt"]);
+    one_line_saying(&run, "the branch has the re-cut commits");
+    assert_eq!(fixture.rev("HEAD~3"), old_head);
+    // Every learner file is still in the work tree, or in the new chapter 02.
+    let cut = fixture.learner_at("HEAD~1");
+    let now = learner_work_tree(&fixture);
+    for (path, content) in before {
+        let kept = now.get(&path) == Some(&content);
+        assert!(
+            kept || cut.get(&path).map(|blob| &blob.1) == Some(&content),
+            "{path}"
+        );
+    }
+    let tooling_after: BTreeMap<_, _> = fixture
+        .work_tree()
+        .into_iter()
+        .filter(|(path, _)| common::is_tooling(path))
+        .collect();
+    assert_eq!(tooling_after, tooling_before);
+}
+
+#[test]
+fn an_ignored_symlink_on_the_way_is_never_written_through() {
+    let fixture = course_with(&[("course/gen/f.rs".to_string(), "// gen\n".to_string())]);
+    edit_chapter_02(&fixture);
+    let outside = tempfile::tempdir().unwrap();
+    fixture.write(".gitignore", "/course/gen\n");
+    fixture.symlink(outside.path().to_str().unwrap(), "course/gen");
+
+    recut(&fixture, &["02", "--no-verify"]).success();
+
+    assert_eq!(common::snapshot(outside.path()), Vec::<PathBuf>::new());
+    let gen_dir = fixture
+        .root()
+        .join("course/gen")
+        .symlink_metadata()
+        .unwrap();
+    assert!(gen_dir.is_dir(), "a folder now, not the symlink");
+    assert_eq!(
+        fs::read_to_string(fixture.root().join("course/gen/f.rs")).unwrap(),
+        "// gen\n"
+    );
+}
+
+#[test]
+fn a_file_where_a_later_chapter_keeps_a_folder_is_a_conflict() {
+    let fixture = course();
+    edit_chapter_02(&fixture);
+    // Chapter 02's tests folder becomes one file; chapter 03 adds a test
+    // to the folder.
+    fs::remove_dir_all(fixture.root().join("course/tests")).unwrap();
+    fixture.write("course/tests", "// all the tests in one file\n");
+    let before = everything(&fixture);
+
+    let run = recut(&fixture, &["02", "--no-verify"]);
+
+    run.fails_with(1, &["chapter 03's layer does not replay", "course/tests"]);
+    assert_eq!(everything(&fixture), before);
+}
+
+#[test]
+fn an_unborn_branch_or_an_old_git_is_refused() {
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let branch = fixture.repo.head().unwrap().name().unwrap().to_string();
+    fixture.repo.set_head("refs/heads/fresh").unwrap();
+    refused(
+        &fixture,
+        &["recut", "03", "--no-verify"],
+        &["`fresh`, which has no commits yet"],
+    );
+    fixture.repo.set_head(&branch).unwrap();
+
+    let bin = fixture.dir.path().join("old-git");
+    fs::create_dir_all(&bin).unwrap();
+    fs::write(bin.join("git"), "#!/bin/sh\necho 'git version 2.30.1'\n").unwrap();
+    fs::set_permissions(bin.join("git"), fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let before = everything(&fixture);
+    let mut recut = command(&fixture, &["recut", "03", "--no-verify"]);
+    recut.env("PATH", path);
+    run(recut).fails_with(
+        2,
+        &[
+            "git 2.38 or newer",
+            "`git version 2.30.1`",
+            "nothing was changed",
+        ],
+    );
+    assert_eq!(everything(&fixture), before);
+}
+
+/// A pipe whose reader has gone: `recut … | true`.
+fn closed_stdout() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// Chapter 01 of `tiny_course`, ready to be re-cut (a doc comment added).
+fn tiny_recut(patch: impl FnOnce(&mut serde_json::Value)) -> Fixture {
+    let fixture = tiny_course("", ANSWER, patch);
+    fixture.commit("Describe chapter 01");
+    fixture.set_identity();
+    fixture.write(
+        "course/src/lib.rs",
+        &format!("//! Chapter 01: two small functions.\n\n{ANSWER}"),
+    );
+    fixture
+}
+
+#[test]
+fn verify_runs_and_decides_the_exit_status_when_stdout_is_closed() {
+    // Passing: nobody reads the table, and that is no failure.
+    let fixture = tiny_recut(|_| {});
+    let old_head = fixture.head();
+    let mut recut = command(&fixture, &["recut", "01"]);
+    recut.stdout(closed_stdout());
+    let passed = run(recut);
+    assert_eq!(passed.code, 0, "{}", passed.stderr);
+    assert!(
+        passed.stderr.contains("[01]"),
+        "verify ran: {}",
+        passed.stderr
+    );
+    assert_eq!(fixture.rev("HEAD~2"), old_head);
+
+    // Failing: a fault the focused test cannot catch (addition commutes).
+    let fixture = tiny_recut(|manifest| {
+        manifest["faults"][0]["replace"] = "b + a".into();
+    });
+    let mut recut = command(&fixture, &["recut", "01"]);
+    recut.stdout(closed_stdout());
+    let failed = run(recut);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(failed.stderr.contains("verify failed"), "{}", failed.stderr);
+}
+
+#[test]
+fn a_full_stdout_is_reported_after_a_complete_re_cut() {
+    let full = Path::new("/dev/full");
+    assert!(full.exists(), "this test needs /dev/full (Linux)");
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let old_head = fixture.head();
+
+    let mut recut = command(&fixture, &["recut", "03", "--no-verify"]);
+    recut.stdout(fs::OpenOptions::new().write(true).open(full).unwrap());
+    let run = run(recut);
+
+    // The verdict stands (exit 0); one line on stderr says where everything is.
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let notes: Vec<&str> = run.stderr.lines().filter(|line| !line.is_empty()).collect();
+    assert_eq!(notes.len(), 1, "{}", run.stderr);
+    assert!(notes[0].contains(AT_NEW) && notes[0].contains("cannot write to standard output"));
+    assert_eq!(fixture.rev("HEAD~2"), old_head);
+    all_at_head(&fixture);
+}
+
+#[test]
+fn learner_changes_committed_after_the_last_chapter_are_never_dropped() {
+    // A fix to chapter 03's test, committed after its checkpoint, is in no
+    // chapter's layer: replaying chapter 03 would drop it from HEAD.
+    let fixture = course();
+    fixture.write("course/tests/message_ir.rs", "// focused 03, fixed\n");
+    fixture.commit("Fix chapter 03's test");
+    edit_chapter_02(&fixture);
+    refused(
+        &fixture,
+        &["recut", "02", "--no-verify"],
+        &["not chapter 03's end state", "Re-cut chapter 03 first"],
+    );
+
+    // Re-cut as it says, chapter 03 holds the fix and chapter 02 replays it.
+    git(&fixture, &["checkout", "HEAD", "--", "course"]);
+    recut(&fixture, &["03", "--no-verify"]).success();
+    edit_chapter_02(&fixture);
+    recut(&fixture, &["02", "--no-verify"]).success();
+    assert_eq!(
+        fixture.learner_at("HEAD")["course/tests/message_ir.rs"].1,
+        b"// focused 03, fixed\n"
+    );
+    all_at_head(&fixture);
 }

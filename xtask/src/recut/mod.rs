@@ -1,96 +1,49 @@
 //! `recut NN`: re-cuts chapter NN from the work tree's learner world and
-//! replays every later chapter on top (SPEC §4, §5). For course authors.
+//! replays every later chapter on top (SPEC §4, §5; what it appends is in
+//! checkpoints/AUTHORING.md, "Re-cutting a chapter", and [`plan`]).
 //!
-//! The work tree's learner world — every path that is not tooling
-//! ([`worlds`]), as git would commit it: files with their executable bit,
-//! symlinks as symlinks (never followed), without what git ignores (a
-//! tracked file counts even when an ignore rule matches it) — is chapter NN's
-//! new end state. The work tree counts, not the index: staged and unstaged
-//! learner changes alike. A symlink that is absolute or leads out of the
-//! work tree, or that stands where the chapter has a folder today, is
-//! refused ([`links`]): the chapter's files would leave its history. On top
-//! of HEAD, without touching the existing
-//! history, `recut` appends:
+//! It is built on git's plumbing ([`git`]), so git's own rules for sparse
+//! checkouts, symlinks, filters, ignored files and locks hold:
 //!
-//! 1. a **restore commit** holding NN's starting point: the learner world of
-//!    the target of the nearest earlier chapter in `checkpoints/`. The first
-//!    chapter has no earlier chapter: its starting point is the learner world
-//!    of its current parent (of HEAD, when it was never cut) **with the
-//!    top-level files taken from the work tree** — the files directly at the
-//!    root, such as `Cargo.toml`, `Cargo.lock` and `.gitignore`, not folders.
-//!    That is how a change to the workspace files reaches every checkpoint:
-//!    make it in the work tree and re-cut the first chapter; every later
-//!    chapter is replayed on top.
-//! 2. a **`course(NN):` commit** with the work tree's learner world, under
-//!    the subject of NN's current target (`course(NN): <title>` for a chapter
-//!    that was never cut);
-//! 3. unless `--only`, for each later chapter MM, a **`course(MM):` commit**
-//!    that replays MM's old layer (old parent → old target, learner paths
-//!    only) onto the new state by a three-way merge, under MM's old message.
-//!    A later chapter that was never cut has nothing to replay and is skipped.
+//! 1. the work tree's learner world is read the way `git add -A` reads it,
+//!    into a temporary copy of the index (its stat data and skip-worktree
+//!    bits included), and written as a tree (`git write-tree`);
+//! 2. the commits are objects (`git commit-tree`; `git merge-tree
+//!    --write-tree` for the replays): nothing the author sees has changed;
+//! 3. git's up-to-date checks run on the copy (`read-tree -n -u -m CUT NEW`,
+//!    CUT being the new `course(NN):` commit), the index takes the work
+//!    tree's learner files (`git add -A`), the branch moves by
+//!    compare-and-swap (`git update-ref NEW OLD`, the commit point), and
+//!    `git read-tree -u -m CUT NEW` brings the index and the work tree from
+//!    CUT to NEW, refusing, as git does, to overwrite a change it has not
+//!    seen. CUT and NEW agree on the tooling, so the author's uncommitted
+//!    tooling edits stay where they are.
 //!
-//! Every new commit's tooling is HEAD's, so tooling never conflicts.
-//!
-//! The modules, in the order a re-cut runs them:
-//! [`preflight`] refuses what recut cannot do faithfully (a detached, unborn
-//! or doubly symbolic HEAD, a sparse checkout, `core.fileMode=false`, …);
-//! [`snapshot`] reads the work tree's learner world into objects; [`plan`]
-//! works out the commits as trees ([`merge`] finds the folder/file
-//! conflicts git's merge of trees misses); [`apply`] writes them and moves the
-//! branch, the index and the work tree together, all or nothing ([`changes`]
-//! says what the work tree must change, [`worktree`] changes it reversibly,
-//! [`index`] holds git's index lock and prepares the new index); [`report`]
-//! prints the result and runs `verify`.
-//!
-//! **All or nothing.** Until the branch moves, nothing the author can see
-//! changes except inside `.git`: `index.lock` is held from the start, the
-//! commits are objects, new files and the new index are staged in a folder
-//! of the git dir. The work tree's files are then swapped in by renames,
-//! each recorded, the branch moves by compare-and-swap, and the new index
-//! replaces the old by rename. A failure or a signal (SIGINT, SIGTERM,
-//! SIGHUP, SIGQUIT) before the branch moved undoes every rename; after it,
-//! the few remaining renames finish. Either way one line says which: the
-//! branch, the index and the work tree are all as they were, or all at the
-//! new state. (SIGKILL or a power cut during the swap cannot be handled: the
-//! old files are then in `.git/xtask-recut-<pid>/old/`, and the next re-cut
-//! refuses to start until the author has looked at them.) Standard output
-//! going nowhere changes nothing of this: the report goes to `/dev/null`
-//! from the first failed write, `verify` still runs and decides the exit
-//! status.
-//!
-//! Exit codes: 2 when the input can't be used and nothing was changed
-//! (detached or unborn HEAD, a merge or rebase in progress, unresolved
-//! conflicts in the index, a locked index, an unknown chapter, no
-//! `user.name`/`user.email`, nothing to re-cut, a re-cut that would leave a
-//! chapter's layer empty, or something recut cannot represent faithfully);
-//! 1 when a later chapter's layer conflicts with the new state (nothing was
-//! changed; the message names the chapter, every conflicting file and what
-//! to do), or when the final `verify` fails (the new commits are in place);
-//! 3 for a disk or permission failure (undone); 128 + n after signal n.
+//! Every failure ends in one line saying where things are ([`report`]);
+//! the exit codes are AUTHORING.md's.
 
-mod apply;
-mod changes;
-mod index;
-mod links;
-mod merge;
+mod git;
 mod plan;
-mod preflight;
 mod report;
-mod snapshot;
-mod text;
-mod worktree;
 
-use git2::{Oid, Repository, Signature};
+use std::path::Path;
 
+use git2::{ErrorCode, Oid, Repository, RepositoryState};
+
+use self::git::{Git, on_learner};
+use self::report::{AT_NEW, STAGED, unchanged};
 use crate::chapter::{self, ChapterFolder};
 use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::manifest::ChapterId;
-use crate::repo::CourseRepo;
+use crate::repo::{CourseRepo, short_id};
 use crate::signals;
 
+/// What git says when it refuses to update the work tree (and wrote nothing).
+/// (`would be overwritten`, `would be removed`, `would be lost`.)
+const REFUSED: [&str; 3] = ["not uptodate", "would be ", "index.lock"];
+
 /// The branch HEAD points to and its commit.
-#[derive(Debug)]
 pub struct Branch {
     /// The full reference name, e.g. `refs/heads/main`.
     pub name: String,
@@ -105,12 +58,11 @@ struct Appended {
 }
 
 impl cli::Recut {
-    /// Runs the command: appends the re-cut commits, moves the branch, the
-    /// index and the learner's world of the work tree to the new HEAD
-    /// together, then verifies.
+    /// Runs the command: appends the re-cut commits, moves the branch, then
+    /// the index and the work tree, then verifies.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        // From here on a signal is recorded, not fatal: recut holds git's
-        // index lock and may be half way through a swap it must undo.
+        // From here on a signal is recorded, not fatal: recut stops at the
+        // next step before the commit point, or finishes after it.
         let _section = signals::defer();
         let appended = self.cut(repo).map_err(report::ended)?;
         report::print_commits(&repo.git, &appended)?;
@@ -123,59 +75,174 @@ impl cli::Recut {
     }
 
     /// Everything up to and including the move of the branch, the index
-    /// and the work tree. An error says where they are: as they were, unless
-    /// it says otherwise.
+    /// and the work tree. Every error says where they are.
     fn cut(&self, repo: &CourseRepo) -> Result<Appended> {
-        let lock = index::Lock::take(&repo.git).map_err(report::unchanged)?;
-        worktree::Staging::refuse_leftovers(&repo.git).map_err(report::unchanged)?;
-        let (prepared, appended) = self.prepare(repo).map_err(report::unchanged)?;
-        prepared.run(lock)?;
+        let copy = tempfile::tempdir().map_err(error::io("cannot create a temporary folder"))?;
+        let index = copy.path().join("index");
+        let (git, mut appended) = self.prepare(repo, &index).map_err(unchanged)?;
+        self.apply(&git, &index, &appended)?;
+        let changed = git
+            .run(&on_learner(&["diff", "--name-only", "HEAD"]))
+            .map_err(|error| error.context(format!("the re-cut is complete ({AT_NEW}), but")))?;
+        if !changed.is_empty() {
+            appended.notes.push(format!(
+                "changed while recut ran, so not in the re-cut commits (kept, uncommitted): {}",
+                changed.replace('\n', ", ")
+            ));
+        }
         Ok(appended)
     }
 
-    /// Reads the work tree and writes the new commits as objects: nothing
-    /// outside the object database changes.
-    fn prepare<'r>(&self, repo: &'r CourseRepo) -> Result<(apply::Transaction<'r>, Appended)> {
-        let git = &repo.git;
-        let branch = preflight::branch(git)?;
-        preflight::representable(git)?;
+    /// Reads the work tree into `index` (a copy of the repository's) and
+    /// writes the new commits as objects: nothing else changes.
+    fn prepare(&self, repo: &CourseRepo, index: &Path) -> Result<(Git, Appended)> {
+        let git = Git::find(&repo.root)?;
+        let branch = branch(&repo.git)?;
         let (chapters, position) = chapter_position(repo, self.id)?;
-        let signature = signature(git)?;
-        let current = preflight::resolved_index(git)?;
-        let head = git
+        git.run(&["-c", "user.useConfigOnly=true", "var", "GIT_AUTHOR_IDENT"])
+            .map_err(|error| {
+                Error::bad_input(format!(
+                    "recut commits in your name, but git has no usable identity here ({error}): \
+                     set it with `git config user.name \"Your Name\"` and \
+                     `git config user.email you@example.com`"
+                ))
+            })?;
+        let head = repo
+            .git
             .find_commit(branch.head)
             .map_err(error::git("cannot read HEAD's commit"))?;
-        let chapter = chapter_today(git, &head, self.id)?;
-        let snapshot = snapshot::take(git, &current, &repo.root, &chapter)?;
-        let mut notes = snapshot.notes;
+        let real = repo.git.path().join("index");
+        if real.exists() {
+            std::fs::copy(&real, index)
+                .map_err(error::io(format!("cannot copy {}", real.display())))?;
+        }
+        let copy = git.on_index(index);
+        copy.run(&on_learner(&["add", "-A"]))?;
+        copy.run(&["update-index", "-q", "--refresh"])?;
+        let tree = plan::find_tree(&repo.git, copy.oid(&["write-tree"], "")?)?;
+        let mut notes = Vec::new();
         let cuts = plan::Planner {
-            git,
+            repo: &repo.git,
+            git: &git,
             head: &head,
-            worktree: snapshot.tree,
+            worktree: plan::learner_of(&repo.git, &tree)?,
             only: self.only,
             notes: &mut notes,
         }
         .plan(&chapters, position)?;
-        let commits = apply::append(git, &signature, &head, &cuts)?;
-        let transaction = apply::Transaction {
-            git,
-            root: &repo.root,
-            branch: Branch {
-                name: branch.name.clone(),
-                head: branch.head,
-            },
-            id: self.id,
-            worktree: snapshot.tree,
-            new_head: *commits.last().unwrap_or(&branch.head),
+        let tooling = head.tree().map_err(error::git("cannot read HEAD's tree"))?;
+        let mut commits = Vec::with_capacity(cuts.len());
+        let mut parent = branch.head;
+        for cut in &cuts {
+            signals::check()?;
+            let tree = plan::compose(&repo.git, cut.learner, &tooling)?.to_string();
+            let args = ["commit-tree", &tree, "-p", &parent.to_string(), "-F", "-"];
+            parent = git.oid(&args, &cut.message)?;
+            commits.push(parent);
+        }
+        let appended = Appended {
+            branch,
+            commits,
+            notes,
         };
-        Ok((
-            transaction,
-            Appended {
-                branch,
-                commits,
-                notes,
-            },
-        ))
+        Ok((git, appended))
+    }
+
+    /// Moves the branch from its head to the last commit NEW, the index and
+    /// the work tree from the `course(NN):` one CUT (the work tree's learner
+    /// world) to NEW, the way git moves them (see the [module](self) docs).
+    fn apply(&self, git: &Git, index: &Path, appended: &Appended) -> Result<()> {
+        let (name, id, commits) = (&appended.branch.name, self.id, &appended.commits);
+        let ends = [appended.branch.head, commits[1], commits[commits.len() - 1]];
+        let [old, cut, new] = ends.map(|oid| oid.to_string());
+        // What git would refuse now (an untracked file in the way) is
+        // refused before anything changes.
+        git.on_index(index)
+            .run(&["read-tree", "-n", "-u", "-m", &cut, &new])
+            .and_then(|_| signals::check())
+            .and_then(|()| git.run(&on_learner(&["add", "-A"])))
+            .map_err(unchanged)?;
+        // read-tree takes a file whose stat data is stale for a changed one.
+        let log = format!("recut {id}: re-cut chapter {id} on top of {old}");
+        git.run(&["update-index", "-q", "--refresh"])
+            .and_then(|_| git.run(&["update-ref", "-m", &log, name, &new, &old]))
+            .map_err(|error| error.context(format!("{name} did not move ({STAGED})")))?;
+        // The commit point has passed: from here on, a signal waits.
+        let Err(error) = git.run(&["read-tree", "-u", "-m", &cut, &new]) else {
+            return Ok(());
+        };
+        let said = error.to_string();
+        if !REFUSED.iter().any(|text| said.contains(text)) {
+            let what = format!(
+                "the branch has the re-cut commits (HEAD is {}), but git could not bring the \
+                 index and the work tree to them (nothing uncommitted was overwritten: git \
+                 replaces only files it has seen; once the cause is fixed, see `git status` and \
+                 bring the learner's files to HEAD with `git restore --source=HEAD --staged \
+                 --worktree -- <path>`)",
+                &new[..7]
+            );
+            return Err(match error.exit_code() {
+                code if code > 128 => error.context(what),
+                _ => Error::environment(format!("{what}: {error}")),
+            });
+        }
+        // git refused (an edit saved meanwhile, a lock): the branch goes back.
+        let undo = format!("recut {id}: undone, back to {old}");
+        match git.run(&["update-ref", "-m", &undo, name, &old, &new]) {
+            Ok(_) => Err(error.context(format!(
+                "git refused to update the work tree, so recut moved {name} back ({STAGED}); \
+                 run recut again"
+            ))),
+            Err(back) => Err(Error::environment(format!(
+                "{error}; and recut could not move {name} back ({back}): the branch has the \
+                 re-cut commits, the work tree is as it was, and the index holds its learner files"
+            ))),
+        }
+    }
+}
+
+/// The branch to append to, refusing every state where moving it is wrong:
+/// an unfinished operation, unresolved conflicts, a detached HEAD, a HEAD
+/// naming something that is not a branch, an unborn branch.
+fn branch(git: &Repository) -> Result<Branch> {
+    let state = git.state();
+    if state != RepositoryState::Clean {
+        let state = format!("{state:?}").to_lowercase();
+        return Err(Error::bad_input(format!(
+            "a git {state} is in progress (see `git status`): finish or abort it first"
+        )));
+    }
+    let conflicts = git.index().map(|index| index.has_conflicts());
+    if conflicts.map_err(error::git("cannot read the index"))? {
+        return Err(Error::bad_input(
+            "the index has unresolved conflicts: resolve or reset them first",
+        ));
+    }
+    let head = git
+        .find_reference("HEAD")
+        .map_err(error::git("cannot read HEAD"))?;
+    let Some(name) = head.symbolic_target_bytes() else {
+        let at = head.target().map(short_id).unwrap_or_default();
+        return Err(Error::bad_input(format!(
+            "HEAD is detached (at {at}): recut appends to a branch, so switch to one first \
+             (e.g. `git switch main`)"
+        )));
+    };
+    let name = String::from_utf8_lossy(name).into_owned();
+    let Some(shown) = name.strip_prefix("refs/heads/") else {
+        return Err(Error::bad_input(format!(
+            "HEAD points to `{name}`, which is not a branch: recut appends to a branch \
+             (refs/heads/…), so switch to one first"
+        )));
+    };
+    match git.refname_to_id(&name) {
+        Ok(head) => Ok(Branch { name, head }),
+        Err(error) if error.code() == ErrorCode::NotFound => Err(Error::bad_input(format!(
+            "HEAD names the branch `{shown}`, which has no commits yet (an unborn branch): \
+             recut appends to the course's history, so switch to the branch that holds it \
+             (e.g. `git switch main`)"
+        ))),
+        Err(error) => Err(error::git(format!("cannot read {name}"))(error)),
     }
 }
 
@@ -189,35 +256,4 @@ fn chapter_position(repo: &CourseRepo, id: ChapterId) -> Result<(Vec<ChapterFold
             .err()
             .unwrap_or_else(|| Error::bad_input(format!("unknown chapter {id}")))),
     }
-}
-
-/// Chapter `id` and the learner world it ends with today: its target, or
-/// HEAD's tree when it was never cut.
-fn chapter_today<'r>(
-    git: &'r Repository,
-    head: &git2::Commit<'r>,
-    id: ChapterId,
-) -> Result<links::Chapter<'r>> {
-    let end = match crate::locate::locate_if_cut(git, id)? {
-        Some(checkpoint) => git
-            .find_commit(checkpoint.target.oid)
-            .and_then(|c| c.tree()),
-        None => head.tree(),
-    };
-    Ok(links::Chapter {
-        id,
-        end: end.map_err(error::git(format!("cannot read chapter {id}'s tree")))?,
-    })
-}
-
-/// The author and committer of the new commits, from git's configuration.
-fn signature(git: &Repository) -> Result<Signature<'static>> {
-    git.signature().map_err(|error| {
-        Error::bad_input(format!(
-            "recut commits in your name, but git has no usable identity here ({}): \
-             set it with `git config user.name \"Your Name\"` and \
-             `git config user.email you@example.com`; nothing was changed",
-            error.message()
-        ))
-    })
 }

@@ -1,32 +1,66 @@
-//! What a re-cut tells the author, and the final `verify`.
-//!
-//! Every way a re-cut ends says in one line where the branch, the index and
-//! the work tree are: all as they were ([`AS_THEY_WERE`]) or all at the new
-//! state ([`AT_NEW`]). Its exit status never depends on whether anyone reads
-//! its output: when standard output is closed (`recut … | true`) or full,
-//! the rest of the report (verify's table included) is not written, `verify`
-//! still runs, and its verdict is the exit status.
+//! What a re-cut tells the author, and the final `verify`. Every way a
+//! re-cut ends says in one line where the branch, the index and the work
+//! tree are. A closed or full stdout loses the rest of the report, never
+//! the verdict: `verify` still runs and decides the exit status.
 
-use git2::Repository;
+use git2::{Commit, Repository, Tree};
 
 use super::Appended;
-use super::text::describe;
 use crate::error::{self, Error, Result};
+use crate::locate::Checkpoint;
+use crate::manifest::ChapterId;
 use crate::out::{self, noteln, outln};
 use crate::repo::CourseRepo;
 use crate::runner::DEFAULT_TIMEOUT;
 use crate::signals;
 use crate::verify;
+use crate::worlds;
 
-/// Where everything is after a re-cut that stopped before its commit point.
+/// Where everything is after a re-cut that stopped before it staged anything.
 pub const AS_THEY_WERE: &str = "the branch, the index and the work tree are all as they were";
 /// Where everything is after a complete re-cut.
 pub const AT_NEW: &str = "the branch, the index and the work tree are all at the new state";
+/// Where everything is when the branch did not move after the index took
+/// the work tree's learner files.
+pub const STAGED: &str = "the branch and the work tree are as they were, and the index holds \
+                          the work tree's learner files (staged, as `git add -A` would); \
+                          nothing is lost";
+
+/// `error`, saying that nothing changed unless it already says so: for
+/// every error before the index is touched.
+pub fn unchanged(error: Error) -> Error {
+    let message = error.to_string();
+    if message.contains(AS_THEY_WERE) || message.to_lowercase().contains("nothing was changed") {
+        error
+    } else {
+        error.context(format!("nothing was changed ({AS_THEY_WERE})"))
+    }
+}
+
+/// Passes `error` on, unless a signal caused it: then prints it (it says
+/// where everything is) and exits now with 128 + the signal, as the signal
+/// section would (this way the line is the last word).
+pub fn ended(error: Error) -> Error {
+    if error.exit_code() <= 128 {
+        return error;
+    }
+    noteln!("error: {error}");
+    std::process::exit(i32::from(error.exit_code()))
+}
+
+/// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
+pub fn exit_if_interrupted(what: &str) {
+    if let Some(signal) = signals::received() {
+        ended(
+            Error::interrupted(signal)
+                .context(format!("the re-cut is complete ({AT_NEW}); {what}")),
+        );
+    }
+}
 
 /// After the report: a lost report (a full stdout) changes no verdict, and
 /// this one line on stderr says where everything is, since the report
-/// could not. (A failed write to stdout never ends a command: [`out`]
-/// remembers it, so the report and verify after it carry on.)
+/// could not.
 pub fn say_if_lost() {
     if let Some(error) = out::stdout_lost() {
         noteln!(
@@ -40,29 +74,24 @@ pub fn say_if_lost() {
 /// The commits a re-cut appended, and where everything is now.
 pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
     let branch = &appended.branch;
-    let shown_branch = branch
-        .name
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&branch.name);
-    let old_head = git
-        .find_commit(branch.head)
-        .map_err(error::git("cannot read the old HEAD"))?;
+    let shown_branch = branch.name.trim_start_matches("refs/heads/");
+    let find = |id| {
+        git.find_commit(id)
+            .map_err(error::git(format!("cannot read commit {id}")))
+    };
     outln!(
         "Re-cut on {shown_branch}, on top of {}:",
-        describe(&old_head)
+        describe(&find(branch.head)?)
     )?;
     for id in &appended.commits {
-        let commit = git
-            .find_commit(*id)
-            .map_err(error::git(format!("cannot read commit {id}")))?;
-        outln!("  {}", describe(&commit))?;
+        outln!("  {}", describe(&find(*id)?))?;
     }
     for note in &appended.notes {
         outln!("note: {note}")?;
     }
     outln!(
-        "The re-cut is complete: {AT_NEW} (the learner's files match HEAD; tooling files \
-         and their index entries were left as they were)."
+        "The re-cut is complete: {AT_NEW} (tooling files and their index entries were left \
+         as they were)."
     )?;
     Ok(())
 }
@@ -92,41 +121,44 @@ pub fn verify(repo: &CourseRepo) -> Result<()> {
     })
 }
 
-/// Passes `error` on, unless a signal caused it: then says in one line where
-/// everything is and exits now with 128 + the signal, as the signal section
-/// would (this way the line is the last word).
-pub fn ended(error: Error) -> Error {
-    if error.exit_code() <= 128 {
-        return error;
-    }
-    let error = if error.to_string().contains(AT_NEW) {
-        error
-    } else {
-        unchanged(error)
-    };
-    noteln!("error: {error}");
-    std::process::exit(i32::from(error.exit_code()))
+/// Why chapter `later` does not replay, and how to re-cut both chapters.
+pub fn conflict_message(
+    recut: ChapterId,
+    later: ChapterId,
+    checkpoint: &Checkpoint,
+    files: &[String],
+    target: &Tree<'_>,
+) -> String {
+    format!(
+        "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
+         conflicts in {files}.\n\
+         Nothing was changed: no branch moved, the index and the work tree are as they were.\n\
+         To re-cut both chapters:\n  \
+         1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
+         2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
+            {restore}\n  \
+         3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
+        files = files.join(", "),
+        restore = restore_command(&checkpoint.target.short, target),
+    )
 }
 
-/// `error`, saying that nothing changed unless it already says so: for
-/// every error before the work tree is touched.
-pub fn unchanged(error: Error) -> Error {
-    let message = error.to_string();
-    if message.contains(AS_THEY_WERE) || message.to_lowercase().contains("nothing was changed") {
-        error
-    } else {
-        error.context(format!("nothing was changed ({AS_THEY_WERE})"))
-    }
+/// The git command that brings the work tree's learner world to `tree`
+/// (of commit `short`): its top-level learner entries, restored without
+/// overlay, so files it lacks are removed.
+pub fn restore_command(short: &str, tree: &Tree<'_>) -> String {
+    let paths: Vec<String> = tree
+        .iter()
+        .filter(|entry| worlds::is_learner(entry.name_bytes()))
+        .map(|entry| String::from_utf8_lossy(entry.name_bytes()).into_owned())
+        .collect();
+    format!("git restore --source={short} -- {}", paths.join(" "))
 }
 
-/// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
-pub fn exit_if_interrupted(what: &str) {
-    if let Some(signal) = signals::received() {
-        ended(
-            Error::interrupted(signal)
-                .context(format!("the re-cut is complete ({AT_NEW}); {what}")),
-        );
-    }
+/// `abc1234 subject`, as `git log --oneline` shows a commit.
+pub fn describe(commit: &Commit<'_>) -> String {
+    let subject = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default());
+    format!("{} {subject}", crate::repo::short_id(commit.id()))
 }
 
 #[cfg(test)]
@@ -138,5 +170,21 @@ mod tests {
         let error = ended(Error::bad_input("refused; nothing was changed"));
         assert_eq!(error.exit_code(), 2);
         assert_eq!(error.to_string(), "refused; nothing was changed");
+    }
+
+    #[test]
+    fn the_restore_command_names_only_learner_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = git2::Repository::init(dir.path()).unwrap();
+        let blob = git.blob(b"x").unwrap();
+        let mut builder = git.treebuilder(None).unwrap();
+        for name in ["Cargo.toml", "course", "checkpoints", "xtask", "README.md"] {
+            builder.insert(name, blob, crate::tree::MODE_FILE).unwrap();
+        }
+        let tree = git.find_tree(builder.write().unwrap()).unwrap();
+        assert_eq!(
+            restore_command("abc1234", &tree),
+            "git restore --source=abc1234 -- Cargo.toml course"
+        );
     }
 }

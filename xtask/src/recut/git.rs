@@ -1,0 +1,222 @@
+//! The git binary recut builds on (SPEC §5): `git` on PATH, 2.38 or newer
+//! (`merge-tree --write-tree`). Every call runs in the work tree's root
+//! with its output captured: a failure becomes one error naming the command
+//! and git's own words, exit 3 when the machine failed it (disk,
+//! permissions) as for every other command.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use git2::Oid;
+
+use crate::error::{Error, Result};
+use crate::out::noteln;
+use crate::signals;
+use crate::worlds;
+
+/// The oldest git recut runs with.
+const OLDEST: (u32, u32) = (2, 38);
+
+/// What git writes when the machine, not the input, failed it.
+const ENVIRONMENT: [&str; 7] = [
+    "unable to write",
+    "No space left on device",
+    "Permission denied",
+    "Read-only file system",
+    "Disk quota exceeded",
+    "File too large",
+    "Too many open files",
+];
+
+/// The git binary, run in `root`, on the repository's index or on another
+/// index file.
+pub struct Git {
+    root: PathBuf,
+    index: Option<PathBuf>,
+}
+
+/// A finished git command: its exit code (`None` when a signal ended it)
+/// and its output.
+pub struct Done {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Git {
+    /// The git on PATH, refused when it is missing or older than 2.38.
+    pub fn find(root: &Path) -> Result<Git> {
+        let git = Git {
+            root: root.to_path_buf(),
+            index: None,
+        };
+        let version = git.run(&["--version"]);
+        let found = version.as_deref().ok().and_then(parse_version);
+        if found.is_some_and(|found| found >= OLDEST) {
+            return Ok(git);
+        }
+        let said = version.map_or_else(|error| error.to_string(), |said| format!("`{said}`"));
+        let (major, minor) = OLDEST;
+        Err(Error::bad_input(format!(
+            "recut builds on git {major}.{minor} or newer (`merge-tree --write-tree`), and the \
+             git on PATH said {said}: put git {major}.{minor} or newer on PATH; nothing was changed"
+        )))
+    }
+
+    /// The same git, on the index file `index` (`GIT_INDEX_FILE`).
+    pub fn on_index(&self, index: &Path) -> Git {
+        Git {
+            root: self.root.clone(),
+            index: Some(index.to_path_buf()),
+        }
+    }
+
+    /// Runs `git ARGS`: its standard output, trimmed. Its warnings (e.g.
+    /// `git add` meeting a nested repository) are passed on.
+    pub fn run(&self, args: &[impl AsRef<str>]) -> Result<String> {
+        let done = self.call(args, "")?;
+        if done.code != Some(0) {
+            return Err(failure(args, &done));
+        }
+        for warning in done
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("warning:"))
+        {
+            noteln!("note: git {warning}");
+        }
+        Ok(done.stdout.trim_end().to_string())
+    }
+
+    /// Runs `git ARGS`, with `input` on its standard input, for the object
+    /// id it prints.
+    pub fn oid(&self, args: &[&str], input: &str) -> Result<Oid> {
+        let done = self.call(args, input)?;
+        let id = done.stdout.lines().next().unwrap_or_default();
+        match (done.code, Oid::from_str(id)) {
+            (Some(0), Ok(id)) => Ok(id),
+            _ => Err(failure(args, &done)),
+        }
+    }
+
+    /// Runs `git ARGS` to its end, whatever its exit code; an error only
+    /// when it could not run. A signal to recut alone does not stop it.
+    pub fn call(&self, args: &[impl AsRef<str>], input: &str) -> Result<Done> {
+        let mut command = Command::new("git");
+        command.arg("-C").arg(&self.root);
+        command.args(args.iter().map(AsRef::as_ref));
+        // Messages recut reads (and classifies) in one language.
+        command.env("LC_ALL", "C").env_remove("LANGUAGE");
+        if let Some(index) = &self.index {
+            command.env("GIT_INDEX_FILE", index);
+        }
+        let mut child = (command.stdin(Stdio::piped()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|error| Error::bad_input(format!("cannot run `{}`: {error}", shown(args))))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A git that reads no input closes the pipe; its exit code counts.
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        let output = child.wait_with_output().map_err(|error| {
+            Error::environment(format!("cannot wait for `{}`: {error}", shown(args)))
+        })?;
+        Ok(Done {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+}
+
+/// The error for `git ARGS` that ended as `done` did: git's message on one
+/// line; exit 3 when the machine failed it, 128 + n when signal n (which
+/// git got too) stopped recut, 2 otherwise.
+pub fn failure(args: &[impl AsRef<str>], done: &Done) -> Error {
+    if let Some(signal) = signals::received() {
+        return Error::interrupted(signal);
+    }
+    let said: Vec<&str> = (done.stderr.lines().map(str::trim))
+        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
+        .take(3)
+        .collect();
+    let why = match done.code {
+        None => "a signal ended it".to_string(),
+        Some(code) if said.is_empty() => format!("it exited with {code}"),
+        Some(_) => said.join(" "),
+    };
+    let message = format!("`{}` failed: {why}", shown(args));
+    if done.code.is_none() || ENVIRONMENT.iter().any(|text| done.stderr.contains(text)) {
+        Error::environment(message)
+    } else {
+        Error::bad_input(message)
+    }
+}
+
+/// `git ARGS -- <the learner's world>`: every path but the tooling.
+pub fn on_learner(args: &[&str]) -> Vec<String> {
+    let excluded = worlds::TOOLING.iter().map(|top| format!(":(exclude){top}"));
+    let learner = ["--", "."].into_iter().map(str::to_string).chain(excluded);
+    args.iter()
+        .map(|arg| arg.to_string())
+        .chain(learner)
+        .collect()
+}
+
+/// `git ARGS`, as the author would type it (the learner pathspec as `.`).
+fn shown(args: &[impl AsRef<str>]) -> String {
+    let args: Vec<&str> = (args.iter().map(AsRef::as_ref))
+        .filter(|arg| !arg.starts_with(":(exclude)"))
+        .collect();
+    format!("git {}", args.join(" "))
+}
+
+/// (major, minor) of `git --version`'s answer, e.g. `git version 2.39.2
+/// (Apple Git-143)`.
+fn parse_version(answer: &str) -> Option<(u32, u32)> {
+    let number = answer.strip_prefix("git version ")?;
+    let mut parts = number.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_as_git_prints_them() {
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));
+        assert_eq!(
+            parse_version("git version 2.39.2 (Apple Git-143)"),
+            Some((2, 39))
+        );
+        assert_eq!(parse_version("git version 2.45.0.windows.1"), Some((2, 45)));
+        assert!(parse_version("git version 2.9.5").unwrap() < OLDEST);
+        assert_eq!(parse_version("hub version 2.14"), None);
+    }
+
+    #[test]
+    fn a_full_disk_under_git_is_the_environments() {
+        let done = |stderr: &str| Done {
+            code: Some(128),
+            stdout: String::new(),
+            stderr: stderr.to_string(),
+        };
+        let full = failure(
+            &["read-tree"],
+            &done("error: unable to write file x: No space left on device\nhint: y\n"),
+        );
+        assert_eq!(full.exit_code(), 3);
+        assert_eq!(
+            full.to_string(),
+            "`git read-tree` failed: error: unable to write file x: No space left on device"
+        );
+        let locked = failure(
+            &["add"],
+            &done("fatal: Unable to create 'i.lock': File exists."),
+        );
+        assert_eq!(locked.exit_code(), 2);
+    }
+}
