@@ -215,7 +215,10 @@ fn a_failing_test_beside_the_focused_one_fails_green() {
 }
 
 #[test]
-fn a_name_the_layer_adds_found_in_another_practice_file_fails_leak() {
+fn a_name_the_starting_point_already_has_is_no_leak() {
+    // Chapter 06 adds `Tool`s where chapter 05 already had a `Tool` chunk: a
+    // practice file that says at the parent what it says in the lab gives
+    // nothing away.
     let hint = "// The next chapter will double it.\n#[test]\nfn earlier_chapter() {}\n";
     let fixture = tiny_course_with(
         &[("course/src/lib.rs", ""), ("course/tests/earlier.rs", hint)],
@@ -223,13 +226,7 @@ fn a_name_the_layer_adds_found_in_another_practice_file_fails_leak() {
         |_| {},
     );
     let (code, proofs, _) = verify(&fixture);
-    assert_eq!(code, 1);
-    let (proof, detail) = only_failure(&proofs);
-    assert_eq!(proof, "leak");
-    assert_eq!(
-        detail,
-        "`double` (added to course/src/lib.rs by the layer) appears in course/tests/earlier.rs"
-    );
+    assert_eq!(code, 0, "{proofs:?}");
 }
 
 #[test]

@@ -39,7 +39,7 @@ pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
     let files = practice_files(&dir)?;
     let mut problems = differences(work.repo, chapter, &dir, &files)?;
     let names = added_names(work.repo, chapter)?;
-    problems.extend(name_leaks(chapter, &files, &names));
+    problems.extend(name_leaks(work.repo, chapter, &files, &names)?);
     problems.extend(answer_copies(work.repo, chapter, &files)?);
     if problems.is_empty() {
         Ok(format!(
@@ -271,13 +271,17 @@ fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, 
 }
 
 /// Every file of the practice folder but the allowed ones that mentions one
-/// of `names` as a whole word.
+/// of `names` as a whole word where the parent's version of that file does
+/// not (a word the starting point already had, like a module `tool` before
+/// chapter 06 adds `Tool`s, gives nothing away).
 fn name_leaks(
+    repo: &CourseRepo,
     chapter: &Chapter,
     files: &[PracticeFile],
     names: &BTreeMap<String, String>,
-) -> Vec<String> {
+) -> Result<Vec<String>> {
     let allowed = allowed(chapter);
+    let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let mut problems = Vec::new();
     for file in files
         .iter()
@@ -287,8 +291,11 @@ fn name_leaks(
             continue;
         };
         let text = String::from_utf8_lossy(content);
+        let relative = file.relative.to_string_lossy();
+        let before = tree::file_at(&repo.git, &parent, &relative)?.unwrap_or_default();
+        let before = String::from_utf8_lossy(&before);
         for (name, teaching) in names {
-            if contains_word(&text, name) {
+            if contains_word(&text, name) && !contains_word(&before, name) {
                 problems.push(format!(
                     "`{name}` (added to {teaching} by the layer) appears in {}",
                     file.relative.display()
@@ -296,7 +303,7 @@ fn name_leaks(
             }
         }
     }
-    problems
+    Ok(problems)
 }
 
 /// Every file of the practice folder (but a teaching file in `observe`
