@@ -40,6 +40,7 @@ mod run;
 mod tests_intact;
 mod trace;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -157,13 +158,14 @@ impl cli::Check {
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest)?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
-            let printed = self.print(&position);
-            return verdict(&position, printed);
+            self.print(&position);
+            return verdict(&position);
         }
         // Ctrl-C is recorded, not fatal, so it ends the loop with its one
         // line on stderr (and the exit code 128 + signal) between runs too.
         let _section = signals::defer();
         let mut watcher = Watcher::new(&lab);
+        let terminal = std::io::stdout().is_terminal();
         loop {
             signals::check()?;
             if !lab.is_dir() {
@@ -171,25 +173,22 @@ impl cli::Check {
             }
             noteln!("{}", say::checking(&display_path(&lab)));
             let position = self.check(repo, &manifest, &lab)?;
-            let mut printed = Ok(());
-            if !self.json {
+            if !self.json && terminal {
                 // Clear the screen so only the newest report shows.
-                printed = out!("\x1b[2J\x1b[H");
+                out!("\x1b[2J\x1b[H");
             }
-            printed = printed.and_then(|()| self.print(&position));
+            self.print(&position);
             if !self.json {
-                printed = printed.and_then(|()| {
-                    outln!("\n{}", say::watching(&display_path(&lab)))?;
-                    out::flush()
-                });
+                outln!("\n{}", say::watching(&display_path(&lab)));
             }
+            out::flush();
             // Nobody reads the reports any more (`check --watch | head`).
-            if printed.is_err() || out::stdout_failed() {
-                return verdict(&position, printed);
+            if out::stdout_failed() {
+                return verdict(&position);
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
             if out::stdout_reader_gone() {
-                return verdict(&position, Ok(()));
+                return verdict(&position);
             }
         }
     }
@@ -234,11 +233,52 @@ impl cli::Check {
     }
 }
 
+/// How far a chapter is in a lab, by `check`'s own verdict: for `compare`,
+/// which shows the answer only once the chapter is complete.
+pub struct Progress {
+    pub complete: bool,
+    pub passed: usize,
+    pub expected: Option<usize>,
+    /// The steps not green yet, each once.
+    pub red_steps: Vec<String>,
+}
+
+/// Checks `lab` as `check NN DIR` does, without printing a report.
+pub fn progress(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    lab: &Path,
+    limit: cli::Timeout,
+) -> Result<Progress> {
+    let check = cli::Check {
+        id: manifest.id,
+        dir: lab.to_path_buf(),
+        watch: false,
+        verbose: false,
+        json: false,
+        limit,
+    };
+    let position = check.check(repo, manifest, lab)?;
+    let mut red_steps: Vec<String> = position
+        .steps
+        .iter()
+        .filter(|step| !step.green)
+        .map(|step| step.id.clone())
+        .collect();
+    red_steps.dedup();
+    Ok(Progress {
+        complete: position.complete,
+        passed: position.passed,
+        expected: position.expected,
+        red_steps,
+    })
+}
+
 /// The exit status is the verdict: red work fails the command even when its
 /// report could not be written (a closed or full stdout).
-fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
+fn verdict(position: &Position) -> Result<()> {
     if position.complete {
-        printed
+        Ok(())
     } else {
         Err(Error::check_failed(say::not_complete(&position.chapter)))
     }

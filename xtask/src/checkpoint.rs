@@ -61,9 +61,9 @@ impl cli::Checkpoint {
             commands: commands(&manifest, &checkpoint),
         };
         if json {
-            crate::out::json(&report)?;
+            crate::out::json(&report);
         } else {
-            print_text(&report)?;
+            print_text(&report);
         }
         Ok(())
     }
@@ -121,11 +121,11 @@ fn status_letter(status: Delta) -> char {
 
 /// The learner's view: where the chapter starts and ends, named by what
 /// they are, and the diff only after asking for a prediction.
-fn print_text(report: &Report<'_>) -> Result<()> {
+fn print_text(report: &Report<'_>) {
     outln!(
         "{}",
         say::checkpoint_heading(report.id, report.title, report.mode)
-    )?;
+    );
     let ends = [
         (say::START, say::chapter_start(report.id), report.parent),
         (say::END, say::end_of(report.id), report.target),
@@ -134,14 +134,14 @@ fn print_text(report: &Report<'_>) -> Result<()> {
         outln!(
             "{}",
             say::checkpoint_commit(role, &what, &commit.short, &commit.id)
-        )?;
+        );
     }
-    outln!()?;
-    outln!("{}", say::layer_changes(report.files.len()))?;
+    outln!();
+    outln!("{}", say::layer_changes(report.files.len()));
     for file in &report.files {
-        outln!("  {} {}", file.status, file.path)?;
+        outln!("  {} {}", file.status, file.path);
     }
-    outln!()?;
+    outln!();
     outln!(
         "{}",
         say::checkpoint_commands(
@@ -149,7 +149,7 @@ fn print_text(report: &Report<'_>) -> Result<()> {
             &report.commands.practice,
             &report.commands.run
         )
-    )?;
-    outln!()?;
-    outln!("{}", say::predict_then_diff(&report.commands.diff))
+    );
+    outln!();
+    outln!("{}", say::predict_then_diff(&report.commands.diff));
 }

@@ -3,10 +3,9 @@
 //! as a diff, with one line per file saying how far apart they are. Before
 //! that it refuses; `--anyway` insists.
 //!
-//! "Complete" is `check`'s verdict, not a second opinion: compare runs
-//! `check NN DIR --json` (this same program, through the runner, so a
-//! signal or the timeout ends it) and takes its exit status. The learner's
-//! files are read without following a symlink.
+//! "Complete" is `check`'s verdict, not a second opinion: compare calls
+//! [`check::progress`]. The learner's files are read without following a
+//! symlink.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -14,6 +13,7 @@ use std::path::Path;
 use git2::{DiffOptions, Patch};
 
 use crate::chapter;
+use crate::check;
 use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::learner_text as say;
@@ -21,7 +21,6 @@ use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::out::{self, noteln, outln, shell_word};
 use crate::repo::CourseRepo;
-use crate::runner::Invocation;
 use crate::safe_fs;
 use crate::tree;
 
@@ -65,77 +64,22 @@ impl cli::Compare {
         )
     }
 
-    /// Refuses unless `check NN DIR` calls the chapter complete.
+    /// Refuses unless `check NN DIR` calls the chapter complete: check's
+    /// own verdict, by its function (a signal, the timeout or a failure of
+    /// the machine ends compare as it ends check).
     fn require_complete(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<()> {
-        noteln!(
-            "{}",
-            say::compare_checking(&shell_word(&self.dir.display().to_string()))
-        );
-        let program = std::env::current_exe()
-            .map_err(|error| Error::environment(format!("cannot find xtask itself: {error}")))?;
-        let id = manifest.id.to_string();
-        let secs = self.limit.secs.to_string();
-        let command: Vec<String> = [
-            program.to_string_lossy().as_ref(),
-            "check",
-            &id,
-            &lab.to_string_lossy(),
-            "--json",
-            "--timeout",
-            &secs,
-        ]
-        .map(String::from)
-        .to_vec();
-        let runs = u32::try_from(manifest.runs().len()).unwrap_or(u32::MAX);
-        let checked = Invocation {
-            command: &command,
-            extra: &[],
-            // check finds the course repository from where it runs.
-            dir: &repo.root,
-            target_dir: &lab.join(crate::repo::TARGET_DIR),
-            timeout: self.limit.duration().saturating_mul(runs.saturating_add(1)),
-        }
-        .run()?;
-        if checked.success {
+        let dir = shell_word(&self.dir.display().to_string());
+        noteln!("{}", say::compare_checking(&dir));
+        let progress = check::progress(repo, manifest, lab, self.limit)?;
+        if progress.complete {
             return Ok(());
         }
-        let report: Option<serde_json::Value> = serde_json::from_str(&checked.stdout).ok();
-        let Some(report) = report else {
-            // check refused the folder itself: its message is the learner's.
-            let message = checked.output.trim();
-            let message = message.strip_prefix(say::error_prefix()).unwrap_or(message);
-            return Err(Error::bad_input(message.to_string()));
-        };
-        Err(self.refusal(&id, &report))
-    }
-
-    /// Why compare refuses, from check's JSON `report` of an incomplete
-    /// chapter: what is still red, and how to look anyway.
-    fn refusal(&self, id: &str, report: &serde_json::Value) -> Error {
-        let count = |key: &str| {
-            report[key]
-                .as_u64()
-                .and_then(|count| usize::try_from(count).ok())
-        };
-        let mut red_steps: Vec<String> = report["steps"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|step| step["green"] == false)
-            .filter_map(|step| step["id"].as_str().map(String::from))
-            .collect();
-        red_steps.dedup();
-        let verdict = say::compare_verdict(count("passed"), count("expected"), &red_steps);
-        let anyway = format!(
-            "cargo xtask compare {id} {} --anyway",
-            shell_word(&self.dir.display().to_string())
-        );
-        Error::check_failed(say::compare_refused(
-            id,
-            &shell_word(&self.dir.display().to_string()),
-            &verdict,
-            &anyway,
-        ))
+        let id = manifest.id.to_string();
+        let verdict = say::compare_verdict(progress.passed, progress.expected, &progress.red_steps);
+        let anyway = format!("cargo xtask compare {id} {dir} --anyway");
+        Err(Error::check_failed(say::compare_refused(
+            &id, &dir, &verdict, &anyway,
+        )))
     }
 }
 
@@ -188,8 +132,8 @@ fn paint(text: &str, paint: Paint, colour: bool) -> String {
 fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let id = manifest.id.to_string();
-    outln!("{}", say::compare_heading(&id, &manifest.title, lab))?;
-    outln!("{}", say::COMPARE_LEGEND)?;
+    outln!("{}", say::compare_heading(&id, &manifest.title, lab));
+    outln!("{}", say::COMPARE_LEGEND);
     let mut distances = Vec::new();
     for pair in pairs {
         let mine = pair.mine.as_deref().unwrap_or_default();
@@ -214,20 +158,21 @@ fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result
         if added + removed == 0 {
             continue;
         }
-        outln!("\n{}", say::compare_file(pair.path.as_str()))?;
+        outln!("\n{}", say::compare_file(pair.path.as_str()));
         print_hunks(&patch, colour)?;
     }
-    outln!("\n{}", say::COMPARE_SUMMARY)?;
+    outln!("\n{}", say::COMPARE_SUMMARY);
     for line in distances {
-        outln!("{line}")?;
+        outln!("{line}");
     }
     let closing = if anyway {
         say::COMPARE_CLOSING_ANYWAY
     } else {
         say::COMPARE_CLOSING
     };
-    outln!("\n{closing}")?;
-    out::flush()
+    outln!("\n{closing}");
+    out::flush();
+    Ok(())
 }
 
 /// The patch's hunks: a header, then each line with its `-`, `+` or space.
@@ -237,7 +182,7 @@ fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
             .hunk(hunk)
             .map_err(error::git("cannot read a diff hunk"))?;
         let header = String::from_utf8_lossy(header.header());
-        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour))?;
+        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour));
         for index in 0..lines {
             let line = patch
                 .line_in_hunk(hunk, index)
@@ -251,7 +196,7 @@ fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
                 // "\ No newline at end of file" and the like: not a line of either file.
                 _ => continue,
             };
-            outln!("{}", paint(&format!("{mark}{content}"), how, colour))?;
+            outln!("{}", paint(&format!("{mark}{content}"), how, colour));
         }
     }
     Ok(())

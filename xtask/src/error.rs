@@ -124,6 +124,7 @@ pub fn is_environment(error: &std::io::Error) -> bool {
             | ErrorKind::PermissionDenied
             | ErrorKind::ReadOnlyFilesystem
             | ErrorKind::QuotaExceeded
+            | ErrorKind::FileTooLarge
             | ErrorKind::OutOfMemory
     ) || matches!(
         rustix::io::Errno::from_io_error(error),

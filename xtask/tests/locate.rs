@@ -389,20 +389,6 @@ fn a_repository_with_a_separate_git_dir_finds_its_work_tree() {
 }
 
 #[test]
-fn help_to_a_full_stdout_says_so() {
-    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
-        return; // no /dev/full on this system
-    };
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("--help")
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot write to standard output"));
-}
-
-#[test]
 fn bench_has_no_partial_rows() {
     let fixture = Fixture::course();
     fixture

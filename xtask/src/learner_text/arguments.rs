@@ -1,13 +1,22 @@
-//! clap's argument errors of the learner commands, rendered in the
-//! learner's language from clap's error kind and context.
+//! clap's argument errors: a learner's rendered in the learner's language
+//! from clap's error kind and context, an author's as clap writes them.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-use super::error_prefix;
+use super::for_learner;
 
-/// A learner command's argument error, from clap's error kind and context.
-/// `usage` is the subcommand's usage line without clap's "Usage:" label.
+/// What clap found wrong with the arguments of subcommand `command`,
+/// without the "error: " prefix `main` adds. `usage` is the subcommand's
+/// usage line without clap's "Usage:" label.
 pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String {
+    if !for_learner() {
+        let rendered = error.render().to_string();
+        return rendered
+            .strip_prefix("error: ")
+            .unwrap_or(&rendered)
+            .trim_end()
+            .to_string();
+    }
     let text = |kind| match error.get(kind) {
         Some(ContextValue::String(value)) => value.clone(),
         Some(ContextValue::Strings(values)) => values.join("、"),
@@ -34,10 +43,7 @@ pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String
         ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
         _ => format!("{command} 的参数不对"),
     };
-    format!(
-        "{}{what}\n\n用法：{usage}\n完整说明：cargo xtask {command} --help",
-        error_prefix()
-    )
+    format!("{what}\n\n用法：{usage}\n完整说明：cargo xtask {command} --help")
 }
 
 /// Why `value` does not fit the argument `arg` (`<ID>`, `--level <LEVEL>`, …).

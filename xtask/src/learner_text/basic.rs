@@ -178,6 +178,7 @@ pub fn io_kind(error: &std::io::Error) -> &'static str {
         ErrorKind::PermissionDenied => "没有权限",
         ErrorKind::StorageFull => "磁盘已满",
         ErrorKind::ReadOnlyFilesystem => "只读文件系统",
+        ErrorKind::FileTooLarge => "文件超过了大小限制（ulimit -f）",
         _ => "系统错误",
     }
 }

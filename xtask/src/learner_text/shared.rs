@@ -324,3 +324,56 @@ pub fn exclude_not_plain(path: &str) -> String {
         || format!("cannot exclude {path}: not a plain path below the work tree"),
     )
 }
+
+/// A child (`cargo`, `rustc`, `git`) failed because of the machine, not the
+/// input; `why` is [`child_killed`]'s or the line of its output that said so.
+pub fn child_environment_failure(command: &str, dir: &str, why: &str) -> String {
+    pick(
+        || {
+            format!(
+                "在 {dir} 里运行 `{command}` 失败，原因在这台机器上，不在你的代码里：{why}；腾出空间或改好权限后再试"
+            )
+        },
+        || format!("`{command}` in {dir} failed because of the machine, not the input: {why}"),
+    )
+}
+
+/// A child was ended by `signal` (its name, e.g. SIGKILL), which no user sent.
+pub fn child_killed(signal: &str) -> String {
+    pick(
+        || format!("它被信号 {signal} 结束了（内存不足、ulimit 之类的限制）"),
+        || format!("it was killed by {signal} (out of memory, a ulimit, …)"),
+    )
+}
+
+/// The program a manifest's `run` names is not installed.
+pub fn program_not_found(program: &str, manifest: &str) -> String {
+    pick(
+        || {
+            format!(
+                "找不到程序 `{program}`：它来自章节清单 {manifest} 的 `run`；请安装它，或告诉课程作者"
+            )
+        },
+        || {
+            format!(
+                "the program `{program}` was not found: it comes from the chapter manifest's `run`; install it or fix `run` in {manifest}"
+            )
+        },
+    )
+}
+
+/// A run could not start in `dir`; `why` says what was wrong.
+pub fn cannot_run(command: &str, dir: &str, why: &str) -> String {
+    pick(
+        || format!("无法在 {dir} 里运行 `{command}`：{why}"),
+        || format!("cannot run `{command}` in {dir}: {why}"),
+    )
+}
+
+/// The folder a run was to start in is gone.
+pub fn run_folder_gone(dir: &str) -> String {
+    pick(
+        || format!("文件夹 {dir} 不存在（或已经被删掉）"),
+        || format!("the folder {dir} does not exist (any more)"),
+    )
+}

@@ -50,27 +50,27 @@ pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
     outln!(
         "Re-cut on {shown_branch}, on top of {}:",
         describe(&old_head)
-    )?;
+    );
     for id in &appended.commits {
         let commit = git
             .find_commit(*id)
             .map_err(error::git(format!("cannot read commit {id}")))?;
-        outln!("  {}", describe(&commit))?;
+        outln!("  {}", describe(&commit));
     }
     for note in &appended.notes {
-        outln!("note: {note}")?;
+        outln!("note: {note}");
     }
     outln!(
         "The re-cut is complete: {AT_NEW} (the learner's files match HEAD; tooling files \
          and their index entries were left as they were)."
-    )?;
+    );
     Ok(())
 }
 
 /// Runs `verify` on every chapter; its verdict is recut's.
 pub fn verify(repo: &CourseRepo) -> Result<()> {
-    outln!()?;
-    outln!("Verifying every chapter (skip this with --no-verify)…")?;
+    outln!();
+    outln!("Verifying every chapter (skip this with --no-verify)…");
     let options = verify::Options {
         ids: Vec::new(),
         timeout: DEFAULT_TIMEOUT,
