@@ -107,7 +107,9 @@ fn add_in(git_dir: &Path, pattern: &[u8], wait: Duration) -> Result<Excluded> {
     safe_fs::open_inside(git_dir, rel, Open::Append)
         .map_err(|refusal| refused(git_dir, refusal))?
         .write_all(&line)
-        .map_err(crate::error::io(format!("cannot write {}", file.display())))?;
+        .map_err(crate::error::io_said(|error| {
+            say::practice_io(say::PracticeStep::Write, &file.display().to_string(), error)
+        }))?;
     Ok(Excluded {
         pattern: shown,
         file,

@@ -11,6 +11,7 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use crate::error::{self, Error, Result};
+use crate::learner_text::basic as say;
 use crate::manifest::{ChapterId, Mode};
 use crate::repo::short_id;
 
@@ -61,33 +62,23 @@ impl CommitInfo {
 pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     let prefix = id.commit_prefix();
     let target = find_target(repo, prefix.as_bytes())?.ok_or_else(|| {
-        Error::bad_input(crate::learner_text::basic::no_checkpoint_commit(
+        Error::bad_input(say::no_checkpoint_commit(
             &id.to_string(),
             &prefix,
             repo.is_shallow(),
         ))
     })?;
+    let (chapter, short) = (id.to_string(), short_id(target.id()));
     let parent = match target.parent_count() {
         0 if repo.is_shallow() => {
-            return Err(Error::bad_input(format!(
-                "chapter {id}'s target {} has no parent in this shallow clone: \
-                 fetch the full history with `git fetch --unshallow` and try again",
-                short_id(target.id())
+            return Err(Error::bad_input(say::target_parent_not_fetched(
+                &chapter, &short,
             )));
         }
-        0 => {
-            return Err(Error::bad_input(format!(
-                "chapter {id}'s target {} is a root commit: a checkpoint needs the previous chapter's state as its parent",
-                short_id(target.id())
-            )));
-        }
-        _ => target.parent(0).map_err(|_| {
-            Error::bad_input(format!(
-                "the parent of chapter {id}'s target {} is missing from this clone: \
-                 fetch the full history with `git fetch --unshallow` and try again",
-                short_id(target.id())
-            ))
-        })?,
+        0 => return Err(Error::bad_input(say::target_is_root(&chapter, &short))),
+        _ => target
+            .parent(0)
+            .map_err(|_| Error::bad_input(say::target_parent_missing(&chapter, &short)))?,
     };
     Ok(Checkpoint {
         parent: CommitInfo::of(&parent),

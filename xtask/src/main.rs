@@ -35,6 +35,7 @@ mod worlds;
 use std::process::ExitCode;
 
 use clap::FromArgMatches;
+use clap::error::ErrorKind;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -73,19 +74,23 @@ fn main() -> ExitCode {
 /// printed (to stdout, like every report). What clap found wrong is bad
 /// input (exit 2), said in the command's language.
 fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
-    let parsed = cli::command_for(audience, name)
+    let parsed = cli::command_for(audience)
         .try_get_matches()
         .and_then(|matches| Cli::from_arg_matches(&matches));
     match parsed {
         Ok(cli) => Ok(Some(cli)),
-        Err(error) if !error.use_stderr() => {
+        // `--help`, `--version`, and no command at all: the help.
+        Err(error)
+            if !error.use_stderr()
+                || error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
             out!("{}", error.render());
             Ok(None)
         }
         Err(error) => Err(Error::bad_input(say::argument_error(
             &error,
-            name,
-            &cli::usage(name),
+            cli::is_command(name).then_some(name),
+            &cli::usage(audience, name),
         ))),
     }
 }

@@ -230,7 +230,11 @@ fn a_shallow_clone_explains_the_missing_parent() {
     fixture.make_shallow(&[target]);
     fixture
         .xtask(&["checkpoint", "03"])
-        .fails_with(2, &["shallow", "git fetch --unshallow"]);
+        .fails_with(2, &["浅克隆里没有父提交", "git fetch --unshallow"]);
+    fixture
+        .xtask(&["list"])
+        .success()
+        .prints(&["has no parent in this shallow clone"]);
 }
 
 #[test]
@@ -259,7 +263,22 @@ fn a_root_commit_cannot_be_a_target() {
     fixture.write_manifest("01", &manifest("01", "a.rs", &[]));
     fixture
         .xtask(&["checkpoint", "01"])
-        .fails_with(2, &["root commit"]);
+        .fails_with(2, &["是仓库的第一个提交", "告诉课程作者"]);
+    fixture.xtask(&["list"]).success().prints(&["root commit"]);
+}
+
+/// HEAD on a branch that does not hold chapter 02 (made from the skeleton):
+/// the commit is not reachable from HEAD, and the learner is told to switch.
+#[test]
+fn a_checkpoint_beyond_heads_history_is_said_to_be_unreachable() {
+    let fixture = Fixture::course();
+    let skeleton = fixture.rev("HEAD~3");
+    let tree = fixture.repo.find_commit(fixture.head()).unwrap().tree_id();
+    let aside = fixture.commit_with_parents("Work on a side branch", tree, &[skeleton]);
+    fixture.move_head(aside);
+    let run = fixture.xtask(&["checkpoint", "02"]);
+    run.fails_with(2, &["从 HEAD 出发找不到第 02 章的提交", "git switch main"]);
+    assert!(!run.stderr.contains("还没有做好"), "{}", run.stderr);
 }
 
 #[test]
