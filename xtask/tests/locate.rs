@@ -48,7 +48,11 @@ fn checkpoint_prints_parent_target_files_and_commands() {
     );
     assert_eq!(
         json["commands"]["diff"],
-        format!("git diff {} {}", &parent[..7], &target[..7])
+        format!(
+            "git diff {} {} -- course/src/types.rs course/src/lib.rs",
+            &parent[..7],
+            &target[..7]
+        )
     );
 
     for needle in [
@@ -69,23 +73,14 @@ fn checkpoint_prints_parent_target_files_and_commands() {
 
 #[test]
 fn the_newest_re_cut_wins() {
-    let fixture = Fixture::course();
-    let first_cut = fixture.rev("HEAD~1");
-    // Re-cut: the previous chapter's state, then the layer again.
-    fixture.write("course/src/lib.rs", "pub mod stream;\n");
-    fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
-    fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
-    let base = fixture.commit("Restore chapter 02's state to re-cut 03");
-    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
-    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
-    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    let second_cut = fixture.commit("course(03): save one complete tool round-trip (re-cut)");
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
+    let first_cut = fixture.rev("HEAD~3");
+    let second_cut = fixture.head();
     fixture.write("README.md", "later work\n");
     fixture.commit("Later work");
 
     let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
     assert_eq!(json["target"]["id"], second_cut.to_string());
-    assert_eq!(json["parent"]["id"], base.to_string());
     assert_ne!(first_cut, second_cut);
 }
 
@@ -102,7 +97,15 @@ fn the_parent_is_the_first_parent_of_a_merge() {
 
     let json = fixture.xtask(&["checkpoint", "04", "--json"]).json();
     assert_eq!(json["target"]["id"], merge.to_string());
-    assert_eq!(json["parent"]["id"], mainline.to_string());
+    // The first parent holds course(03)'s learner world, so the start is
+    // named by course(03); the side branch is no part of it.
+    let course_03 = fixture
+        .repo
+        .find_commit(mainline)
+        .unwrap()
+        .parent_id(0)
+        .unwrap();
+    assert_eq!(json["parent"]["id"], course_03.to_string());
 }
 
 #[test]
@@ -463,25 +466,10 @@ fn bench_forwards_its_own_arguments_to_the_release_run() {
 
 #[test]
 fn checkpoint_asks_for_a_prediction_before_the_diff_and_names_its_start() {
-    let fixture = Fixture::course();
-    // A re-cut's restoring commit, as recut writes it, is the parent.
-    fixture.write("course/src/lib.rs", "pub mod stream;\n");
-    fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
-    fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
-    let parent = fixture.commit("Restore chapter 03's starting point, to re-cut it");
-    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
-    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
-    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    fixture.commit("course(03): save one complete tool round-trip");
-
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
     let run = fixture.xtask(&["checkpoint", "03"]);
     run.success();
-    let parent = parent.to_string();
-    run.prints(&[
-        "起点：第 02 章的终点，提交 ",
-        &parent[..7],
-        "终点：第 03 章的终点",
-    ]);
+    run.prints(&["起点：第 02 章的终点，提交 ", "终点：第 03 章的终点"]);
     assert!(
         !run.stdout.contains("Restore") && !run.stdout.contains("round-trip"),
         "no commit subject: {}",
@@ -500,4 +488,47 @@ fn checkpoint_asks_for_a_prediction_before_the_diff_and_names_its_start() {
         "predict first, then the diff: {}",
         run.stdout
     );
+}
+
+/// After a re-cut, chapter 03 starts at recut's restore commit, which holds
+/// course(02)'s learner world: every learner-facing report names that
+/// start course(02), the chapter 02 end the learner already knows; a
+/// restore whose learner code differs is named beside course(02).
+#[test]
+fn a_chapter_start_has_one_name_after_a_re_cut() {
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
+    let course_02 = short(&fixture, "HEAD~4");
+    let restore = short(&fixture, "HEAD~1");
+    let checkpoint = fixture.xtask(&["checkpoint", "03"]);
+    checkpoint
+        .success()
+        .prints(&[&format!("起点：第 02 章的终点，提交 {course_02}")]);
+    assert!(
+        !checkpoint.stdout.contains(&restore),
+        "{}",
+        checkpoint.stdout
+    );
+    let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
+    assert_eq!(json["parent"]["short"], course_02.as_str());
+    let practice = fixture.xtask(&["practice", "03", "lab"]);
+    practice.success().prints(&[&course_02]);
+    assert!(!practice.stdout.contains(&restore), "{}", practice.stdout);
+    let guide = fs::read_to_string(fixture.root().join("lab/LEARNING.md")).unwrap();
+    assert!(
+        guide.contains(&format!("第 02 章的终点，提交 `{course_02}`")),
+        "{guide}"
+    );
+    assert!(!guide.contains(&restore), "{guide}");
+
+    let differs = Fixture::course_recut_03("pub mod stream;\n// restored by hand\n");
+    let course_02 = short(&differs, "HEAD~4");
+    let restore = short(&differs, "HEAD~1");
+    differs
+        .xtask(&["checkpoint", "03"])
+        .success()
+        .prints(&[&restore, &course_02, "不一样"]);
+}
+
+fn short(fixture: &Fixture, spec: &str) -> String {
+    fixture.rev(spec).to_string()[..7].to_string()
 }
