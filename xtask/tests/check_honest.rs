@@ -252,3 +252,24 @@ fn a_run_cargo_cannot_start_shows_cargos_own_words() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     run.prints(&["运行失败了，但没有哪个测试失败", "course/Cargo.toml"]);
 }
+
+/// A panic in the learner's code, on a thread of its own (a producer's
+/// `todo!`), is shown with the line cargo prints for it: which file, which
+/// line fired.
+#[test]
+fn a_panic_on_a_learners_thread_is_shown_with_its_file_and_line() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let producer = ANSWER.replace(
+        "    a + b\n",
+        "    std::thread::spawn(move || if a > 0 { todo!() } else { a + b })\n        \
+         .join()\n        .expect(\"the producer thread ended\")\n",
+    );
+    lab(&fixture, &producer);
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    run.fails_with(1, &[]);
+    run.prints(&[
+        "panicked at course/src/lib.rs:2:",
+        "not yet implemented",
+        "the producer thread ended",
+    ]);
+}
