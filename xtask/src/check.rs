@@ -6,7 +6,8 @@
 //! Never green on wrong work:
 //! - the lab is built in its own target folder (`DIR/target`), whatever
 //!   `CARGO_TARGET_DIR` says, and every local package is rebuilt from what
-//!   the lab holds now ([`freshness`]);
+//!   the lab holds now unless check's record shows cargo's build is of
+//!   exactly that ([`freshness`]);
 //! - the test files the lab got from the target (the focused test, a step's
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
@@ -220,14 +221,16 @@ impl cli::Check {
                 ))
             })?;
         cargo_hazards::refuse_links(lab, &target)?;
-        freshness::age_fingerprints(lab, &target)?;
+        let mut builds = freshness::prepare(lab, &target, self.timeout())?;
         let runs = run::run_all(
             manifest,
             lab,
             &target,
             self.timeout(),
             &position.changed_tests,
+            &mut builds,
         )?;
+        builds.record(lab, &target)?;
         self.judge(manifest, &mut position, &runs);
         Ok(position)
     }

@@ -95,8 +95,9 @@ fn a_lab_check_has_never_seen_is_built_from_what_it_holds() {
 #[test]
 fn cargo_fingerprints_kept_elsewhere_are_caught_by_cargos_own_fresh_flag() {
     // A learner's cargo config may keep build state out of target/
-    // (`build.build-dir`), where check's aging does not reach: cargo's JSON
-    // then reports the local package "fresh", and check rebuilds it.
+    // (`build.build-dir`), beside check's record: whether `cargo clean -p`
+    // reaches it or cargo's JSON reports the local package "fresh" (then
+    // check cleans and runs again), the old copy is what is built.
     let fixture = tiny_course("", ANSWER, |_| {});
     let lab = lab(&fixture, ANSWER);
     let build_dir = fixture.dir.path().join("build-dir");
@@ -272,4 +273,31 @@ fn a_panic_on_a_learners_thread_is_shown_with_its_file_and_line() {
         "not yet implemented",
         "the producer thread ended",
     ]);
+}
+
+/// An unchanged lab that check built itself is not rebuilt: its record
+/// vouches for cargo's build. Any edit (even one restored to the same
+/// bytes with an old time after a build check never saw) loses that.
+#[test]
+fn an_unchanged_lab_is_not_rebuilt_and_an_edited_one_is() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let compiled = |fixture: &Fixture| {
+        let run = fixture.xtask(&["check", "01", "lab", "--json", "--verbose"]);
+        let output = run.json()["cargoOutput"].as_str().unwrap().to_string();
+        (run.code, output.contains("Compiling course"))
+    };
+    // A real lab has its Cargo.lock from the start; this one gets it here,
+    // from a build check never saw.
+    cargo_test_in(&lab);
+    assert_eq!(compiled(&fixture), (0, true), "the first check builds");
+    assert_eq!(
+        compiled(&fixture),
+        (0, false),
+        "nothing changed: no rebuild"
+    );
+    fs::write(lab.join("course/src/lib.rs"), wrong()).unwrap();
+    assert_eq!(compiled(&fixture), (1, true), "an edit is rebuilt");
+    restore_old_copy(&lab.join("course/src/lib.rs"), ANSWER, long_ago());
+    assert_eq!(compiled(&fixture), (0, true), "an older copy is rebuilt");
 }
