@@ -54,7 +54,6 @@ pub struct Invocation<'a> {
 /// The time limit of a run when none is given (`--timeout`), in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 /// [`DEFAULT_TIMEOUT_SECS`] as a duration.
-#[allow(dead_code)] // for cli, recut and bench to switch to at merge
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_TIMEOUT_SECS);
 
 /// How often the wait loop looks at the child, the clock and the signals.

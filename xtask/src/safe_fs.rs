@@ -112,10 +112,6 @@ pub enum Open {
     Append,
     /// Create a new file for writing; there already: [`Refusal::is_already_there`].
     CreateNew,
-    /// Read and write, creating the file if missing and never truncating it:
-    /// a lock file to hold with [`File::try_lock`].
-    #[allow(dead_code)] // for verify's work-folder lock
-    Lock,
 }
 
 /// Opens the regular file `rel` below `root` as `how` says, without
@@ -133,7 +129,6 @@ pub fn open_inside(root: &Path, rel: &Path, how: Open) -> Result<File, Refusal> 
         Open::Read => OFlags::RDONLY,
         Open::Append => OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
         Open::CreateNew => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
-        Open::Lock => OFlags::RDWR | OFlags::CREATE,
     };
     let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = open_at(&folder, last, flags, 0o644)
@@ -461,7 +456,7 @@ mod tests {
         let started = std::time::Instant::now();
         let refusal = read_inside(&root, Path::new("real/fifo")).unwrap_err();
         assert!(matches!(refusal.reason, Reason::NotAFile), "{refusal}");
-        for how in [Open::Read, Open::Append, Open::Lock, Open::CreateNew] {
+        for how in [Open::Read, Open::Append, Open::CreateNew] {
             let refusal = open_inside(&root, Path::new("real/fifo"), how).unwrap_err();
             assert!(
                 matches!(refusal.reason, Reason::NotAFile),
@@ -497,11 +492,7 @@ mod tests {
                 .unwrap_err()
                 .is_already_there()
         );
-        let mut lock = open("new/log", Open::Lock).unwrap();
-        let mut kept = String::new();
-        lock.read_to_string(&mut kept).unwrap();
-        assert_eq!(kept, "a\nb\n", "a lock file is never truncated");
-        for how in [Open::Read, Open::Append, Open::CreateNew, Open::Lock] {
+        for how in [Open::Read, Open::Append, Open::CreateNew] {
             for (rel, at) in [
                 ("real/secret-link", "real/secret-link"),
                 ("link/secret", "link"),

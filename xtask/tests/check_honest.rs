@@ -301,3 +301,29 @@ fn an_unchanged_lab_is_not_rebuilt_and_an_edited_one_is() {
     restore_old_copy(&lab.join("course/src/lib.rs"), ANSWER, long_ago());
     assert_eq!(compiled(&fixture), (0, true), "an older copy is rebuilt");
 }
+
+/// A deleted focused test is told with the command that brings it back,
+/// every word quoted as the shell needs: it works in a folder named with a
+/// quote and a space.
+#[test]
+fn a_deleted_focused_test_comes_back_with_the_printed_command() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.xtask(&["practice", "01", "it's lab"]).success();
+    let lab = fixture.root().join("it's lab");
+    fs::remove_file(lab.join("course/tests/focused.rs")).unwrap();
+    let run = fixture.xtask(&["check", "01", "it's lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let restore = run
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("git -C "))
+        .unwrap_or_else(|| panic!("a restore command in:\n{}", run.stdout))
+        .to_string();
+    let restored = Command::new("sh").args(["-c", &restore]).status().unwrap();
+    assert!(restored.success(), "{restore}");
+    assert_eq!(
+        fs::read_to_string(lab.join("course/tests/focused.rs")).unwrap(),
+        common::FOCUSED
+    );
+}
