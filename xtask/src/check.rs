@@ -6,7 +6,8 @@
 //! Never green on wrong work:
 //! - the lab is built in its own target folder (`DIR/target`), whatever
 //!   `CARGO_TARGET_DIR` says, and every local package is rebuilt from what
-//!   the lab holds now ([`freshness`]);
+//!   the lab holds now unless check's record shows cargo's build is of
+//!   exactly that ([`freshness`]);
 //! - the test files the lab got from the target (the focused test, a step's
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
@@ -39,6 +40,7 @@ mod run;
 mod tests_intact;
 mod trace;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -159,13 +161,14 @@ impl cli::Check {
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
             let position = self.check(repo, &manifest, &lab)?;
-            let printed = self.print(&position);
-            return verdict(&position, printed);
+            self.print(&position);
+            return verdict(&position);
         }
         // Ctrl-C is recorded, not fatal, so it ends the loop with its one
         // line on stderr (and the exit code 128 + signal) between runs too.
         let _section = signals::defer();
         let mut watcher = Watcher::new(&lab);
+        let terminal = std::io::stdout().is_terminal();
         loop {
             signals::check()?;
             if !lab.is_dir() {
@@ -173,25 +176,22 @@ impl cli::Check {
             }
             noteln!("{}", say::checking(&display_path(&lab)));
             let position = self.check(repo, &manifest, &lab)?;
-            let mut printed = Ok(());
-            if !self.json {
+            if !self.json && terminal {
                 // Clear the screen so only the newest report shows.
-                printed = out!("\x1b[2J\x1b[H");
+                out!("\x1b[2J\x1b[H");
             }
-            printed = printed.and_then(|()| self.print(&position));
+            self.print(&position);
             if !self.json {
-                printed = printed.and_then(|()| {
-                    outln!("\n{}", say::watching(&display_path(&lab)))?;
-                    out::flush()
-                });
+                outln!("\n{}", say::watching(&display_path(&lab)));
             }
+            out::flush();
             // Nobody reads the reports any more (`check --watch | head`).
-            if printed.is_err() || out::stdout_failed() {
-                return verdict(&position, printed);
+            if out::stdout_failed() {
+                return verdict(&position);
             }
             watcher.wait(watch::POLL, watch::QUIET, None);
             if out::stdout_reader_gone() {
-                return verdict(&position, Ok(()));
+                return verdict(&position);
             }
         }
     }
@@ -234,8 +234,16 @@ pub fn position(
     // The lab's own build folder; where it leads (a link to a faster disk)
     // is the learner's business.
     let target = lab.join(crate::repo::TARGET_DIR);
-    freshness::age_fingerprints(lab, &target)?;
-    let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
+    let mut builds = freshness::prepare(lab, &target, timeout)?;
+    let runs = run::run_all(
+        manifest,
+        lab,
+        &target,
+        timeout,
+        &position.changed_tests,
+        &mut builds,
+    )?;
+    builds.record(lab, &target)?;
     let crate_root = trace::CrateRoot::read(repo, manifest, lab);
     judge::judge(manifest, &mut position, &runs, crate_root.as_ref());
     Ok(position)
@@ -267,9 +275,9 @@ impl Position {
 
 /// The exit status is the verdict: red work fails the command even when its
 /// report could not be written (a closed or full stdout).
-fn verdict(position: &Position, printed: Result<()>) -> Result<()> {
+fn verdict(position: &Position) -> Result<()> {
     if position.complete {
-        printed
+        Ok(())
     } else {
         Err(Error::check_failed(say::not_complete(&position.chapter)))
     }

@@ -11,7 +11,7 @@ use crate::error::{self, Result};
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
 use crate::manifest::{ChapterId, Manifest, Mode};
-use crate::out::outln;
+use crate::out::{outln, shell_word};
 use crate::repo::CourseRepo;
 
 /// The `--json` shape of `checkpoint NN`.
@@ -21,7 +21,13 @@ struct Report<'a> {
     id: ChapterId,
     title: &'a str,
     mode: Mode,
-    parent: &'a locate::CommitInfo,
+    /// The chapter's start (`locate::Checkpoint::start`), under the name
+    /// `parent` the JSON has always used.
+    #[serde(rename = "parent")]
+    start: &'a locate::CommitInfo,
+    /// The previous chapter's end, when its learner code is not the start's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_end: Option<&'a locate::CommitInfo>,
     target: &'a locate::CommitInfo,
     /// Files the layer changes, with git's one-letter status (A, M, D, R, …).
     files: Vec<ChangedFile>,
@@ -56,7 +62,8 @@ impl cli::Checkpoint {
             id: manifest.id,
             title: &manifest.title,
             mode: manifest.mode,
-            parent: &checkpoint.parent,
+            start: &checkpoint.start,
+            previous_end: checkpoint.previous_end.as_ref(),
             target: &checkpoint.target,
             files,
             focused_test: manifest.focused_test.as_str(),
@@ -68,9 +75,9 @@ impl cli::Checkpoint {
             commands: commands(&manifest, &checkpoint),
         };
         if json {
-            crate::out::json(&report)?;
+            crate::out::json(&report);
         } else {
-            print_text(&report)?;
+            print_text(&report);
         }
         Ok(())
     }
@@ -80,16 +87,25 @@ fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {
     Commands {
         practice: format!("cargo xtask practice {} ./lab", manifest.id),
         run: manifest.run.join(" "),
+        // The answer is the teaching files: nothing of the tooling (a
+        // re-cut's start carries a different one) or the benchmarks.
         diff: format!(
-            "git diff {} {}",
-            checkpoint.parent.short, checkpoint.target.short
+            "git diff {} {} -- {}",
+            checkpoint.start.short,
+            checkpoint.target.short,
+            manifest
+                .teaching_files
+                .iter()
+                .map(|file| shell_word(file.as_str()))
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }
 
-/// The files that differ between parent and target.
+/// The learner's files that differ between start and target.
 fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<ChangedFile>> {
-    let old = repo.tree_of(checkpoint.parent.oid)?;
+    let old = repo.tree_of(checkpoint.start.oid)?;
     let new = repo.tree_of(checkpoint.target.oid)?;
     let diff = repo
         .git
@@ -97,6 +113,12 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
         .map_err(error::git("cannot diff parent and target"))?;
     Ok(diff
         .deltas()
+        .filter(|delta| {
+            [delta.old_file(), delta.new_file()]
+                .iter()
+                .filter_map(|file| file.path_bytes())
+                .any(crate::worlds::is_learner)
+        })
         .map(|delta| {
             let file = match delta.status() {
                 Delta::Deleted => delta.old_file(),
@@ -128,27 +150,36 @@ fn status_letter(status: Delta) -> char {
 
 /// The learner's view: where the chapter starts and ends, named by what
 /// they are, and the diff only after asking for a prediction.
-fn print_text(report: &Report<'_>) -> Result<()> {
+fn print_text(report: &Report<'_>) {
     outln!(
         "{}",
         say::checkpoint_heading(report.id, report.title, report.mode)
-    )?;
+    );
     let ends = [
-        (say::START, say::chapter_start(report.id), report.parent),
-        (say::END, say::end_of(report.id), report.target),
+        (
+            say::START,
+            say::start_commit(
+                report.id,
+                &report.start.short,
+                report.previous_end.map(|end| end.short.as_str()),
+            ),
+            report.start,
+        ),
+        (
+            say::END,
+            format!("{}，提交 {}", say::end_of(report.id), report.target.short),
+            report.target,
+        ),
     ];
     for (role, what, commit) in ends {
-        outln!(
-            "{}",
-            say::checkpoint_commit(role, &what, &commit.short, &commit.id)
-        )?;
+        outln!("{}", say::checkpoint_commit(role, &what, &commit.id));
     }
-    outln!()?;
-    outln!("{}", say::layer_changes(report.files.len()))?;
+    outln!();
+    outln!("{}", say::layer_changes(report.files.len()));
     for file in &report.files {
-        outln!("  {} {}", file.status, file.path)?;
+        outln!("  {} {}", file.status, file.path);
     }
-    outln!()?;
+    outln!();
     outln!(
         "{}",
         say::checkpoint_commands(
@@ -157,7 +188,7 @@ fn print_text(report: &Report<'_>) -> Result<()> {
             &report.commands.practice,
             &report.commands.run
         )
-    )?;
-    outln!()?;
-    outln!("{}", say::predict_then_diff(&report.commands.diff))
+    );
+    outln!();
+    outln!("{}", say::predict_then_diff(&report.commands.diff));
 }

@@ -1,5 +1,7 @@
-//! Every command and flag of `cargo xtask`, in one place. Each subcommand's
-//! help is its struct's doc comment; the learner commands are named in
+//! Every command and flag of `cargo xtask`, in one place. An author
+//! command's help is its struct's doc comment (English); a learner
+//! command's is named from [`crate::learner_text::help`] (Chinese), as is
+//! the top level's, which learners read. The author commands are named in
 //! [`audience_of`].
 
 use std::path::PathBuf;
@@ -8,16 +10,21 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::learner_text::Audience;
+use crate::learner_text::help;
 use crate::manifest::ChapterId;
 
 /// Seconds one run may take before its process tree is stopped, unless
 /// `--timeout` says otherwise.
 pub use crate::runner::DEFAULT_TIMEOUT_SECS;
 
-/// The course's checkpoint tooling: locate, practise, check, compare and
-/// verify chapters.
 #[derive(Debug, Parser)]
-#[command(name = "xtask", bin_name = "cargo xtask", version, long_about = None)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    version,
+    about = help::ROOT,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -36,28 +43,38 @@ pub enum Command {
     Recut(Recut),
 }
 
-/// The command line as clap reads it: for a learner command, its help in
-/// the course's language ([`crate::learner_text::translate_help`]).
-pub fn command_for(audience: Audience, name: &str) -> clap::Command {
+/// The command line as clap reads it: for a learner, laid out in the
+/// course's language ([`help::for_learner`]).
+pub fn command_for(audience: Audience) -> clap::Command {
     let command = Cli::command();
     match audience {
-        Audience::Learner => crate::learner_text::translate_help(command, name),
+        Audience::Learner => {
+            help::for_learner(command, |name| audience_of(name) == Audience::Learner)
+        }
         Audience::Author => command,
     }
 }
 
-/// Who the subcommand `name` speaks to: the learner commands speak the
-/// course's language, every other command (and no command) English.
+/// Who the subcommand `name` speaks to: the author commands speak English;
+/// the learner commands, the top level (no command, `--help`) and a
+/// mistyped command speak the course's language, since a learner may type
+/// them.
 pub fn audience_of(name: &str) -> Audience {
     match name {
-        "checkpoint" | "practice" | "check" | "hint" | "compare" => Audience::Learner,
-        _ => Audience::Author,
+        "list" | "verify" | "bench" | "recut" => Audience::Author,
+        _ => Audience::Learner,
     }
 }
 
-/// The usage line of subcommand `name`, without clap's label.
-pub fn usage(name: &str) -> String {
-    let mut command = Cli::command();
+/// True when `name` is one of the subcommands.
+pub fn is_command(name: &str) -> bool {
+    Cli::command().find_subcommand(name).is_some()
+}
+
+/// The usage line of subcommand `name` (of the top level when `name` is
+/// none), without clap's label.
+pub fn usage(audience: Audience, name: &str) -> String {
+    let mut command = command_for(audience);
     command.build();
     let usage = match command.find_subcommand_mut(name) {
         Some(subcommand) => subcommand.render_usage().to_string(),
@@ -92,72 +109,68 @@ impl Timeout {
     }
 }
 
-/// Locate a chapter: where it starts and ends, the files its layer changes
-/// and the commands to practise it.
+// The learner commands. What each does and each flag's help: see
+// `learner_text::help` (README's command table says it in English).
+
 #[derive(Debug, clap::Args)]
+#[command(about = help::CHECKPOINT)]
 pub struct Checkpoint {
-    /// Chapter id, e.g. 03 (or 3).
+    #[arg(help = help::ID)]
     pub id: ChapterId,
-    /// Print JSON for tools.
-    #[arg(long)]
+    #[arg(long, help = help::JSON)]
     pub json: bool,
 }
 
-/// Create an isolated practice folder: the parent's tree, the focused
-/// test and LEARNING.md; no history, no answer.
 #[derive(Debug, clap::Args)]
+#[command(about = help::PRACTICE)]
 pub struct Practice {
-    /// Chapter id, e.g. 03.
+    #[arg(help = help::ID)]
     pub id: ChapterId,
-    /// The folder to create; it must not exist or be empty.
+    #[arg(help = help::NEW_LAB)]
     pub dir: PathBuf,
 }
 
-/// Report where a learner stands in a practice folder: does it compile,
-/// which steps are green, and the first failing test's deviation.
 #[derive(Debug, clap::Args)]
+#[command(about = help::CHECK)]
 pub struct Check {
-    /// Chapter id, e.g. 03.
+    #[arg(help = help::ID)]
     pub id: ChapterId,
-    /// The practice folder.
+    #[arg(help = help::LAB)]
     pub dir: PathBuf,
-    /// Report again after every edit (polling; Ctrl-C stops).
-    #[arg(long)]
+    #[arg(long, help = help::WATCH)]
     pub watch: bool,
-    /// Also print cargo's full output.
-    #[arg(long)]
+    #[arg(long, help = help::VERBOSE)]
     pub verbose: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
+    #[arg(long, help = help::JSON)]
     pub json: bool,
     #[command(flatten)]
     pub limit: Timeout,
 }
 
-/// Print a step's hints, one rung at a time: 1 locate the file,
-/// 2 the signature, 3 pseudocode, 4 partial code.
 #[derive(Debug, clap::Args)]
+#[command(about = help::HINT)]
 pub struct Hint {
-    /// Chapter id, e.g. 03.
+    #[arg(help = help::ID)]
     pub id: ChapterId,
-    /// The step, e.g. 3.1 (default: the chapter's first step).
-    #[arg(long)]
+    #[arg(long, help = help::STEP)]
     pub step: Option<String>,
-    /// Show hints up to this level.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    #[arg(
+        long,
+        help = help::LEVEL,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u8).range(1..=4)
+    )]
     pub level: u8,
 }
 
-/// After the chapter is complete in a practice folder: each teaching file
-/// beside the reference answer (the target's), as a diff.
 #[derive(Debug, clap::Args)]
+#[command(about = help::COMPARE)]
 pub struct Compare {
-    /// Chapter id, e.g. 03.
+    #[arg(help = help::ID)]
     pub id: ChapterId,
-    /// The practice folder.
+    #[arg(help = help::LAB)]
     pub dir: PathBuf,
-    /// Compare even though the chapter is not complete in DIR yet.
-    #[arg(long)]
+    #[arg(long, help = help::ANYWAY)]
     pub anyway: bool,
     #[command(flatten)]
     pub limit: Timeout,
@@ -258,32 +271,82 @@ impl Workload {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_learner_commands_are_subcommands() {
-        let command = Cli::command();
-        let learner: Vec<&str> = command
-            .get_subcommands()
-            .map(|subcommand| subcommand.get_name())
-            .filter(|name| audience_of(name) == Audience::Learner)
-            .collect();
-        assert_eq!(
-            learner,
-            ["checkpoint", "practice", "check", "hint", "compare"]
-        );
-        assert_eq!(audience_of("verify"), Audience::Author);
-        assert_eq!(audience_of(""), Audience::Author);
+    /// The top-level help as a learner reads it.
+    fn learner_help(name: Option<&str>) -> String {
+        let mut command = command_for(Audience::Learner);
+        command.build();
+        match name {
+            Some(name) => command.find_subcommand_mut(name).unwrap().render_help(),
+            None => command.render_help(),
+        }
+        .to_string()
     }
 
     #[test]
-    fn every_subcommand_has_its_help_once() {
+    fn the_learner_commands_come_first_and_speak_chinese() {
+        let command = Cli::command();
+        let names: Vec<&str> = command
+            .get_subcommands()
+            .map(|subcommand| subcommand.get_name())
+            .collect();
+        let learner = ["checkpoint", "practice", "check", "hint", "compare"];
+        assert_eq!(names[..learner.len()], learner);
+        assert!(
+            names[learner.len()..]
+                .iter()
+                .all(|name| audience_of(name) == Audience::Author)
+        );
+        assert_eq!(audience_of(""), Audience::Learner);
+        assert_eq!(audience_of("chek"), Audience::Learner);
+        let top = learner_help(None);
+        let english = [
+            "Usage:",
+            "Options:",
+            "Arguments:",
+            "Commands:",
+            "Print",
+            "default",
+        ];
+        for name in learner {
+            let help = learner_help(Some(name));
+            for word in english {
+                assert!(!help.contains(word), "{word} in {name}'s help: {help}");
+            }
+            assert!(top.contains(name), "{top}");
+        }
+        for word in english {
+            assert!(!top.contains(word), "{word} in the top-level help: {top}");
+        }
+        let position = |name: &str| top.find(&format!("  {name} ")).unwrap();
+        assert!(position("compare") < position("list"), "{top}");
+        assert_eq!(top.matches("（作者用）").count(), 4, "{top}");
+        assert!(learner_help(Some("hint")).contains("（默认 1）"));
+        assert!(learner_help(Some("check")).contains("（默认 600）"));
+    }
+
+    #[test]
+    fn every_subcommand_has_its_help() {
         Cli::command().debug_assert();
+        command_for(Audience::Learner).debug_assert();
         for subcommand in Cli::command().get_subcommands() {
             assert!(
                 subcommand.get_about().is_some(),
                 "{} has no help",
                 subcommand.get_name()
             );
+            for arg in subcommand.get_arguments() {
+                assert!(
+                    arg.get_help().is_some(),
+                    "{}: {}",
+                    subcommand.get_name(),
+                    arg.get_id()
+                );
+            }
         }
-        assert_eq!(usage("hint"), "cargo xtask hint [OPTIONS] <ID>");
+        assert_eq!(
+            usage(Audience::Author, "hint"),
+            "cargo xtask hint [OPTIONS] <ID>"
+        );
+        assert_eq!(usage(Audience::Learner, "chek"), "cargo xtask <命令>");
     }
 }

@@ -132,8 +132,8 @@ fn paint(text: &str, paint: Paint, colour: bool) -> String {
 fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let id = manifest.id.to_string();
-    outln!("{}", say::compare_heading(&id, &manifest.title, lab))?;
-    outln!("{}", say::COMPARE_LEGEND)?;
+    outln!("{}", say::compare_heading(&id, &manifest.title, lab));
+    outln!("{}", say::COMPARE_LEGEND);
     let mut distances = Vec::new();
     for pair in pairs {
         let mine = pair.mine.as_deref().unwrap_or_default();
@@ -158,20 +158,21 @@ fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result
         if added + removed == 0 {
             continue;
         }
-        outln!("\n{}", say::compare_file(pair.path.as_str()))?;
+        outln!("\n{}", say::compare_file(pair.path.as_str()));
         print_hunks(&patch, colour)?;
     }
-    outln!("\n{}", say::COMPARE_SUMMARY)?;
+    outln!("\n{}", say::COMPARE_SUMMARY);
     for line in distances {
-        outln!("{line}")?;
+        outln!("{line}");
     }
     let closing = if anyway {
         say::COMPARE_CLOSING_ANYWAY
     } else {
         say::COMPARE_CLOSING
     };
-    outln!("\n{closing}")?;
-    out::flush()
+    outln!("\n{closing}");
+    out::flush();
+    Ok(())
 }
 
 /// The patch's hunks: a header, then each line with its `-`, `+` or space.
@@ -181,7 +182,7 @@ fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
             .hunk(hunk)
             .map_err(error::git("cannot read a diff hunk"))?;
         let header = String::from_utf8_lossy(header.header());
-        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour))?;
+        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour));
         for index in 0..lines {
             let line = patch
                 .line_in_hunk(hunk, index)
@@ -195,7 +196,7 @@ fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
                 // "\ No newline at end of file" and the like: not a line of either file.
                 _ => continue,
             };
-            outln!("{}", paint(&format!("{mark}{content}"), how, colour))?;
+            outln!("{}", paint(&format!("{mark}{content}"), how, colour));
         }
     }
     Ok(())

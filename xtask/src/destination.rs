@@ -18,7 +18,7 @@ use rustix::io::Errno;
 use tempfile::TempDir;
 
 use crate::error::{self, Error, Result};
-use crate::learner_text as say;
+use crate::learner_text::{self as say, PracticeStep};
 use crate::repo::CourseRepo;
 
 /// What marks a staging folder's name: `.NAME` + this + `<random>`.
@@ -67,10 +67,10 @@ impl Destination {
                     match fs::symlink_metadata(&next) {
                         Ok(_) => {
                             existing = next.canonicalize().map_err(|error| {
-                                Error::bad_input(format!(
-                                    "cannot resolve {} (on the way to {}): {error}; nothing was touched",
-                                    next.display(),
-                                    dir.display()
+                                Error::bad_input(say::practice_io(
+                                    PracticeStep::Resolve,
+                                    &next.display().to_string(),
+                                    &error,
                                 ))
                             })?;
                         }
@@ -78,11 +78,13 @@ impl Destination {
                             missing.push(name.to_os_string());
                         }
                         Err(error) => {
-                            return Err(Error::bad_input(format!(
-                                "cannot use {} (on the way to {}): {error}; nothing was touched",
-                                next.display(),
-                                dir.display()
-                            )));
+                            return Err(error::io_said(|error| {
+                                say::practice_io(
+                                    PracticeStep::Inspect,
+                                    &next.display().to_string(),
+                                    error,
+                                )
+                            })(error));
                         }
                     }
                 }
@@ -154,10 +156,13 @@ impl Destination {
                 // A concurrent run made it: theirs, not ours to remove.
                 Err(error) if error.kind() == ErrorKind::AlreadyExists && folder.is_dir() => {}
                 Err(error) => {
-                    return Err(Error::bad_input(format!(
-                        "cannot create {}: {error}",
-                        folder.display()
-                    )));
+                    return Err(error::io_said(|error| {
+                        say::practice_io(
+                            PracticeStep::CreateParent,
+                            &folder.display().to_string(),
+                            error,
+                        )
+                    })(error));
                 }
             }
         }
@@ -170,10 +175,13 @@ impl Destination {
             .prefix(&staging_prefix(self.name()))
             .rand_bytes(8)
             .tempdir_in(self.folder())
-            .map_err(error::io(format!(
-                "cannot create a staging folder in {}",
-                self.folder().display()
-            )))?;
+            .map_err(error::io_said(|error| {
+                say::practice_io(
+                    PracticeStep::Staging,
+                    &self.folder().display().to_string(),
+                    error,
+                )
+            }))?;
         Ok(Staging(staging))
     }
 
@@ -200,17 +208,17 @@ impl Destination {
                     Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR | Errno::LOOP)
                 ) =>
             {
-                Err(Error::bad_input(format!(
-                    "another run created {} while this one was writing (or something else put files there): \
-                     this run's copy was removed and {} was left as it is; use that folder or choose a new one",
-                    self.path.display(),
-                    self.path.display()
+                Err(Error::bad_input(say::dir_filled_meanwhile(
+                    &self.path.display().to_string(),
                 )))
             }
-            Err(error) => Err(error::io(format!(
-                "cannot move the practice folder into place at {}; this run's copy was removed",
-                self.path.display()
-            ))(error)),
+            Err(error) => Err(error::io_said(|error| {
+                say::practice_io(
+                    PracticeStep::MoveIntoPlace,
+                    &self.path.display().to_string(),
+                    error,
+                )
+            })(error)),
         }
     }
 }
@@ -264,15 +272,17 @@ fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> std::io::Res
 
 /// Refuses a destination that holds anything: existing work is never overwritten.
 fn check_empty_folder(dir: &Path) -> Result<()> {
-    let meta = fs::symlink_metadata(dir)
-        .map_err(|error| Error::bad_input(format!("cannot inspect {}: {error}", dir.display())))?;
+    let meta = fs::symlink_metadata(dir).map_err(error::io_said(|error| {
+        say::practice_io(PracticeStep::Inspect, &dir.display().to_string(), error)
+    }))?;
     if !meta.is_dir() {
         return Err(Error::bad_input(say::dir_not_a_folder(
             &dir.display().to_string(),
         )));
     }
-    let mut entries =
-        fs::read_dir(dir).map_err(error::io(format!("cannot read {}", dir.display())))?;
+    let mut entries = fs::read_dir(dir).map_err(error::io_said(|error| {
+        say::practice_io(PracticeStep::Read, &dir.display().to_string(), error)
+    }))?;
     if entries.next().is_some() {
         return Err(Error::bad_input(say::dir_not_empty(
             &dir.display().to_string(),

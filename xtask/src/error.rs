@@ -115,6 +115,21 @@ pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     }
 }
 
+/// [`io`] with a message of its own: `message` says, from the error, what
+/// failed and what to do.
+pub fn io_said(
+    message: impl FnOnce(&std::io::Error) -> String,
+) -> impl FnOnce(std::io::Error) -> Error {
+    move |error| {
+        let message = message(&error);
+        if is_environment(&error) {
+            Error::environment(message)
+        } else {
+            Error::bad_input(message)
+        }
+    }
+}
+
 /// True for I/O failures that come from the machine, not from the input.
 pub fn is_environment(error: &std::io::Error) -> bool {
     use std::io::ErrorKind;
@@ -124,6 +139,7 @@ pub fn is_environment(error: &std::io::Error) -> bool {
             | ErrorKind::PermissionDenied
             | ErrorKind::ReadOnlyFilesystem
             | ErrorKind::QuotaExceeded
+            | ErrorKind::FileTooLarge
             | ErrorKind::OutOfMemory
     ) || matches!(
         rustix::io::Errno::from_io_error(error),

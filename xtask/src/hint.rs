@@ -48,20 +48,20 @@ impl cli::Hint {
             ))
         })?;
         let level = usize::from(level);
-        outln!("{}", say::hint_heading(&id.to_string(), &chosen.step))?;
+        outln!("{}", say::hint_heading(&id.to_string(), &chosen.step));
         for (index, text) in chosen.levels.iter().take(level).enumerate() {
-            outln!("\n{}", say::hint_rung(index + 1))?;
+            outln!("\n{}", say::hint_rung(index + 1));
             for line in text.lines() {
-                outln!("  {line}")?;
+                outln!("  {line}");
             }
         }
         if level < say::HINT_LEVELS.len() {
-            outln!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level))?;
+            outln!("\n{}", say::hint_next(&id.to_string(), &chosen.step, level));
         } else {
-            outln!("\n{}", say::HINT_LAST)?;
+            outln!("\n{}", say::HINT_LAST);
         }
         if step.is_none() && known.len() > 1 {
-            outln!("{}", say::hint_steps(&known.join("、")))?;
+            outln!("{}", say::hint_steps(&known.join("、")));
         }
         Ok(())
     }

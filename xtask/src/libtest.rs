@@ -352,27 +352,46 @@ fn suggested_code(after: &[&str]) -> Option<String> {
         })
 }
 
-/// The panic message printed in the `---- NAME stdout ----` section.
+/// The panic messages printed in the `---- NAME stdout ----` section, every
+/// thread's. A panic raised in the learner's code rather than in a test
+/// file (a `todo!` in the producer thread, an `unwrap` in the crate) keeps
+/// the line cargo printed before it, `thread '…' panicked at FILE:LINE:COL:`,
+/// so the learner sees which line fired; a test's own assertion is its
+/// message alone.
 fn failure_message(after_header: &[&str]) -> String {
     let section = after_header
         .iter()
         .take_while(|line| !line.starts_with("---- ") && **line != "failures:");
-    let mut message = Vec::new();
+    let mut panics: Vec<Vec<&str>> = Vec::new();
     let mut in_panic = false;
     for line in section {
-        if line.starts_with("thread '") && line.contains("panicked at") {
+        if let Some(at) = panic_location(line) {
             in_panic = true;
-            continue;
-        }
-        if in_panic {
+            let in_tests = at.starts_with("tests/") || at.contains("/tests/");
+            panics.push(if in_tests { Vec::new() } else { vec![*line] });
+        } else if in_panic {
             if line.is_empty() || line.starts_with("note: ") || line.starts_with("stack backtrace:")
             {
-                break;
+                in_panic = false;
+            } else if let Some(panic) = panics.last_mut() {
+                panic.push(*line);
             }
-            message.push(*line);
         }
     }
-    message.join("\n")
+    panics
+        .iter()
+        .map(|panic| panic.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `FILE:LINE:COL` of a line `thread 'NAME' (ID) panicked at FILE:LINE:COL:`.
+fn panic_location(line: &str) -> Option<&str> {
+    if !line.starts_with("thread '") {
+        return None;
+    }
+    let (_, at) = line.split_once(" panicked at ")?;
+    Some(at.strip_suffix(':').unwrap_or(at))
 }
 
 #[cfg(test)]
@@ -454,13 +473,42 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
     }
 
     #[test]
+    fn a_panic_in_the_learners_code_keeps_its_location_from_any_thread() {
+        let output = "\
+running 1 test
+test plays_two_turns ... FAILED
+
+failures:
+
+---- plays_two_turns stdout ----
+
+thread '<unnamed>' (4242) panicked at course/src/scripted_model.rs:120:9:
+not yet implemented
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+thread 'plays_two_turns' (4241) panicked at course/tests/scripted_model.rs:30:5:
+the stream ended without a result
+
+failures:
+    plays_two_turns
+";
+        let report = parse(output);
+        assert_eq!(
+            report.failed[0].message,
+            "thread '<unnamed>' (4242) panicked at course/src/scripted_model.rs:120:9:\n\
+             not yet implemented\n\
+             the stream ended without a result"
+        );
+    }
+
+    #[test]
     fn a_flood_of_repeated_failures_counts_each_test_once() {
         let mut output = "running 1 test\n".to_string();
         for _ in 0..200_000 {
             output.push_str("test adds ... FAILED\n");
         }
         output.push_str(
-            "\nfailures:\n\n---- adds stdout ----\n\nthread 'adds' panicked at x.rs:1:1:\nboom\n",
+            "\nfailures:\n\n---- adds stdout ----\n\nthread 'adds' panicked at course/tests/x.rs:1:1:\nboom\n",
         );
         let report = parse(&output);
         assert_eq!(report.failed.len(), 1);

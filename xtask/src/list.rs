@@ -50,7 +50,7 @@ impl cli::List {
             })
             .collect();
         if json {
-            crate::out::json(&rows)?;
+            crate::out::json(&rows);
             return Ok(());
         }
         if rows.is_empty() {
@@ -58,27 +58,27 @@ impl cli::List {
                 "No chapters: {} holds no chapter folder with a {}",
                 repo.checkpoints_dir().display(),
                 chapter::MANIFEST_FILE
-            )?;
+            );
         }
         for row in &rows {
             let problem = escape_control(row.problem.as_deref().unwrap_or_default());
             match (&row.title, &row.parent, &row.target) {
                 (None, _, _) => {
-                    outln!("{}  (manifest does not load)", row.id)?;
-                    outln!("    {problem}")?;
+                    outln!("{}  (manifest does not load)", row.id);
+                    outln!("    {problem}");
                 }
                 (Some(title), Some(parent), Some(target)) => {
-                    outln!("{}  {}", row.id, escape_control(title))?;
+                    outln!("{}  {}", row.id, escape_control(title));
                     for (role, commit) in [("parent", parent), ("target", target)] {
                         let subject = escape_control(&commit.subject);
-                        outln!("    {role} {}  {subject}", commit.short)?;
+                        outln!("    {role} {}  {subject}", commit.short);
                     }
                 }
                 (Some(title), _, _) => outln!(
                     "{}  {}\n    does not locate: {problem}",
                     row.id,
                     escape_control(title)
-                )?,
+                ),
             }
         }
         Ok(())

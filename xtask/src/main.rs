@@ -35,12 +35,20 @@ mod worlds;
 use std::process::ExitCode;
 
 use clap::FromArgMatches;
+use clap::error::ErrorKind;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::learner_text::{self as say, Audience};
+use crate::out::out;
 use crate::repo::CourseRepo;
 
+/// The one place where a command's outcome becomes the exit status (after
+/// ripgrep's `main`): 0 on success, else the error's code (1 a check
+/// failed, 2 bad input, 3 the environment failed, 128+n a signal), the
+/// error itself one line on stderr. What happened to stdout changes no
+/// code: a pipe its reader closed is no failure, and a full one (or one
+/// over `ulimit -f`) loses the report, said in one line on stderr.
 fn main() -> ExitCode {
     signals::install();
     // Who reads is known before parsing, so argument errors speak the
@@ -51,48 +59,40 @@ fn main() -> ExitCode {
         .unwrap_or_default();
     let audience = cli::audience_of(&name);
     say::set_audience(audience);
-    let parsed = cli::command_for(audience, &name)
-        .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches));
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(error) => return argument_error(&error, &name, audience),
-    };
-    match out::catch_print_panics(|| run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match parse(audience, &name).and_then(|cli| cli.map_or(Ok(()), run)) {
+        Ok(()) => 0,
         Err(error) => {
             out::note(format_args!("{}{error}", say::error_prefix()));
-            ExitCode::from(error.exit_code())
+            error.exit_code()
         }
-    }
+    };
+    out::report_lost_output();
+    ExitCode::from(code)
 }
 
-/// Reports what clap found wrong with the arguments (exit 2), or prints the
-/// help or version it was asked for (exit 0). A learner command's errors are
-/// rendered in the learner's language (`name` is the subcommand).
-fn argument_error(error: &clap::Error, name: &str, audience: Audience) -> ExitCode {
-    if !error.use_stderr() {
-        // Help and version go to stdout: a closed one is no error, a full
-        // one is (as for every command's output).
-        return match error.print() {
-            Err(failed) if failed.kind() != std::io::ErrorKind::BrokenPipe => {
-                out::note(format_args!(
-                    "error: cannot write to standard output: {failed}"
-                ));
-                ExitCode::from(1)
-            }
-            _ => ExitCode::SUCCESS,
-        };
+/// The command line, or `None` once the help or version it asked for is
+/// printed (to stdout, like every report). What clap found wrong is bad
+/// input (exit 2), said in the command's language.
+fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
+    let parsed = cli::command_for(audience)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    match parsed {
+        Ok(cli) => Ok(Some(cli)),
+        // `--help`, `--version`, and no command at all: the help.
+        Err(error)
+            if !error.use_stderr()
+                || error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            out!("{}", error.render());
+            Ok(None)
+        }
+        Err(error) => Err(Error::bad_input(say::argument_error(
+            &error,
+            cli::is_command(name).then_some(name),
+            &cli::usage(audience, name),
+        ))),
     }
-    if audience == Audience::Learner {
-        out::note(format_args!(
-            "{}",
-            say::argument_error(error, name, &cli::usage(name))
-        ));
-    } else {
-        let _ = error.print();
-    }
-    ExitCode::from(2)
 }
 
 fn run(cli: Cli) -> Result<()> {

@@ -3,29 +3,22 @@
 //! `println!` panics when stdout is closed (`xtask list | head`) or full
 //! (`xtask list > /dev/full`): Rust ignores SIGPIPE, so the write fails and
 //! the macro turns that into a panic (exit 101). Commands print through
-//! [`outln!`] and [`out!`] instead. A failed write never ends the command:
-//! the first failure is remembered, nothing more is written, and the
-//! command goes on to its verdict, which is its exit status (`check … |
-//! true` still exits 1 on red work). A stdout that was full or broken (not
-//! merely closed by its reader) adds one line on stderr saying the report
-//! was lost, and changes no exit status. A closed pipe costs nothing:
-//! whoever read it went away.
-//! [`catch_print_panics`] also turns a `println!` that is still left
-//! somewhere into an error, so no command ever reports a panic for it.
+//! [`outln!`] and [`out!`] instead, which return nothing: a failed write
+//! never ends the command. The first failure is remembered, nothing more is
+//! written, and the command goes on to its verdict, which is its exit
+//! status (`check … | true` still exits 1 on red work). `main` then says in
+//! one line on stderr that a full or broken stdout lost the report
+//! ([`report_lost_output`]); a pipe closed by its reader needs no word.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
-use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::{Error, Result};
-
 /// Like `println!`, but never panics and never ends the command (see the
-/// module doc); returns a `Result` so every caller may write `?`.
+/// module doc).
 macro_rules! outln {
     () => {
         $crate::out::write(format_args!("\n"))
@@ -53,9 +46,9 @@ macro_rules! noteln {
 pub(crate) use {noteln, out, outln};
 
 /// Writes `value` to stdout as pretty JSON, the `--json` form of a report.
-pub fn json(value: &impl serde::Serialize) -> Result<()> {
+pub fn json(value: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(value).expect("reports serialize");
-    write_line(format_args!("{text}"))
+    write_line(format_args!("{text}"));
 }
 
 /// The first failure to write to stdout; once set, nothing more is written.
@@ -63,13 +56,12 @@ static STDOUT_FAILED: OnceLock<io::Error> = OnceLock::new();
 
 /// Runs `write` on stdout unless an earlier write failed; a failure is
 /// remembered, never returned: the command goes on to its verdict.
-fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) -> Result<()> {
+fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
     if STDOUT_FAILED.get().is_none()
         && let Err(error) = write(&mut io::stdout().lock())
     {
         let _ = STDOUT_FAILED.set(error);
     }
-    Ok(())
 }
 
 /// True once a write to stdout failed (closed by its reader, or full): for
@@ -102,31 +94,30 @@ pub fn stdout_lost() -> Option<&'static io::Error> {
 }
 
 /// Writes `args` to stdout.
-pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
-    to_stdout(|stdout| stdout.write_fmt(args))
+pub fn write(args: fmt::Arguments<'_>) {
+    to_stdout(|stdout| stdout.write_fmt(args));
 }
 
 /// Writes `args` and a newline to stdout.
-pub fn write_line(args: fmt::Arguments<'_>) -> Result<()> {
+pub fn write_line(args: fmt::Arguments<'_>) {
     to_stdout(|stdout| {
         stdout
             .write_fmt(args)
             .and_then(|()| stdout.write_all(b"\n"))
-    })
+    });
 }
 
 /// Flushes stdout (e.g. after [`out!`] without a newline).
-pub fn flush() -> Result<()> {
-    to_stdout(|stdout| stdout.flush())
+pub fn flush() {
+    to_stdout(|stdout| stdout.flush());
 }
 
-/// The verdict once stdout is flushed: `result` when the command failed
-/// The command's verdict is the exit status, whatever happened to its
-/// output: a lost report (stdout full or broken) changes no verdict, it is
-/// said in one line on stderr, unless the command said it already
-/// ([`stdout_loss_reported`]). A pipe closed by its reader needs no word.
-fn with_stdout_verdict<T>(result: Result<T>) -> Result<T> {
-    let _ = flush();
+/// Flushes stdout and, when a full or broken stdout lost the report, says
+/// so in one line on stderr, unless the command said it already
+/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict:
+/// a lost report changes no exit status.
+pub fn report_lost_output() {
+    flush();
     if let Some(error) = stdout_lost()
         && !LOSS_REPORTED.load(Ordering::Relaxed)
     {
@@ -136,13 +127,12 @@ fn with_stdout_verdict<T>(result: Result<T>) -> Result<T> {
             crate::learner_text::basic::report_lost(&error.to_string())
         ));
     }
-    result
 }
 
 /// Set once a command has said itself that its report was lost.
 static LOSS_REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// Tells [`with_stdout_verdict`] the command already said, in its own
+/// Tells [`report_lost_output`] the command already said, in its own
 /// words, that its report could not be written.
 pub fn stdout_loss_reported() {
     LOSS_REPORTED.store(true, Ordering::Relaxed);
@@ -184,46 +174,6 @@ pub fn relative_or_absolute(path: &Path, base: &Path) -> String {
 pub fn display_path(dir: &Path) -> String {
     let here = std::env::current_dir().unwrap_or_default();
     relative_or_absolute(dir, &here)
-}
-
-/// Runs a command: its result is the verdict, unless it succeeded but its
-/// report could not be written ([`with_stdout_verdict`]). A panic of
-/// `print!`/`println!`/`eprint!` on a closed or full stream becomes an
-/// environment error (the command could not finish; its panic message is
-/// kept off stderr). Every other panic is left as it is.
-pub fn catch_print_panics<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
-    let default = panic::take_hook();
-    panic::set_hook(Box::new(move |info| {
-        let failed_print = message(info.payload()).and_then(print_failure).is_some();
-        if !failed_print {
-            default(info);
-        }
-    }));
-    match panic::catch_unwind(AssertUnwindSafe(run)) {
-        Ok(result) => with_stdout_verdict(result),
-        Err(payload) => match message(&*payload).and_then(print_failure) {
-            Some(error) => Err(error),
-            None => panic::resume_unwind(payload),
-        },
-    }
-}
-
-fn message(payload: &(dyn Any + Send)) -> Option<&str> {
-    payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-}
-
-/// The error for the panic message std's `print!` gives when stdout (or
-/// stderr) fails: the command stopped half way, so it is no success.
-fn print_failure(message: &str) -> Option<Error> {
-    let reason = message
-        .strip_prefix("failed printing to stdout: ")
-        .or_else(|| message.strip_prefix("failed printing to stderr: "))?;
-    Some(Error::environment(format!(
-        "cannot write the command's output, so it stopped: {reason}"
-    )))
 }
 
 /// `text` with every control character (and every invisible character that
@@ -277,19 +227,6 @@ mod tests {
         assert_eq!(shell_word("$HOME"), "'$HOME'");
         assert_eq!(shell_word("a*"), "'a*'");
         assert_eq!(shell_word(""), "''");
-    }
-
-    #[test]
-    fn print_panics_become_errors() {
-        for message in [
-            "failed printing to stdout: Broken pipe (os error 32)",
-            "failed printing to stderr: No space left on device (os error 28)",
-        ] {
-            let error = print_failure(message).unwrap();
-            assert_eq!(error.exit_code(), 3, "{message}");
-            assert!(error.to_string().contains("os error"), "{error}");
-        }
-        assert!(print_failure("index out of bounds").is_none());
     }
 
     #[test]

@@ -134,7 +134,7 @@ fn print_made(manifest: &Manifest, checkpoint: &Checkpoint, dir: &Path, made: &M
             &escape_control(&manifest.title),
             &escape_control(&dir.display().to_string())
         )
-    )?;
+    );
     outln!(
         "  {}",
         say::practice_start(
@@ -144,22 +144,22 @@ fn print_made(manifest: &Manifest, checkpoint: &Checkpoint, dir: &Path, made: &M
             written.files,
             written.symlinks
         )
-    )?;
+    );
     outln!(
         "  {}",
         say::practice_added(&checkpoint.target.short, manifest.focused_test.as_str())
-    )?;
+    );
     for test in manifest.lab_tests().into_iter().skip(1) {
-        outln!("  {}", say::practice_added_step_test(test.as_str()))?;
+        outln!("  {}", say::practice_added_step_test(test.as_str()));
     }
     for file in &manifest.lab_files {
         outln!(
             "  {}",
             say::practice_added_lab_file(&checkpoint.target.short, file.as_str())
-        )?;
+        );
     }
     for submodule in &written.submodules {
-        outln!("  {}", say::practice_submodule(submodule))?;
+        outln!("  {}", say::practice_submodule(submodule));
     }
     if let Some(excluded) = &made.excluded {
         outln!(
@@ -169,7 +169,7 @@ fn print_made(manifest: &Manifest, checkpoint: &Checkpoint, dir: &Path, made: &M
                 excluded.added,
                 &excluded.file.display().to_string()
             )
-        )?;
+        );
     }
     Ok(())
 }
@@ -199,6 +199,7 @@ fn print_next_steps(
         &shell_word(&root.display().to_string()),
         &shell_word(&relative_or_absolute(dir, root)),
     );
-    outln!("\n{steps}")?;
-    out::flush()
+    outln!("\n{steps}");
+    out::flush();
+    Ok(())
 }

@@ -10,7 +10,6 @@ use crate::error::{self, Error, Result};
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 
 /// Cargo's build folder, at the root of a workspace (the repository's, a lab's).
-#[allow(dead_code)] // for check, verify and bench to switch to at merge
 pub const TARGET_DIR: &str = "target";
 
 /// How many hex digits of a commit id the tool shows (as `git log --oneline`).

@@ -22,6 +22,7 @@ use std::os::unix::process::CommandExt;
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 use crate::error::{Error, Result};
+use crate::learner_text as say;
 use crate::signals;
 
 /// A finished run.
@@ -53,7 +54,6 @@ pub struct Invocation<'a> {
 /// The time limit of a run when none is given (`--timeout`), in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 /// [`DEFAULT_TIMEOUT_SECS`] as a duration.
-#[allow(dead_code)] // for cli, recut and bench to switch to at merge
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_TIMEOUT_SECS);
 
 /// How often the wait loop looks at the child, the clock and the signals.
@@ -118,6 +118,16 @@ impl Invocation<'_> {
                 )));
             }
         };
+        if !status.success()
+            && !timed_out
+            && let Some(why) = environment_failure(status, &output)
+        {
+            return Err(Error::environment(say::child_environment_failure(
+                &self.display(),
+                &self.dir.display().to_string(),
+                &why,
+            )));
+        }
         output.push_str(&stdout);
         Ok(Captured {
             success: status.success() && !timed_out,
@@ -157,27 +167,27 @@ impl Invocation<'_> {
             .stderr(Stdio::piped())
             .process_group(0);
         command.spawn().map_err(|error| {
+            let dir = self.dir.display().to_string();
             let why = if !self.dir.is_dir() {
-                format!(
-                    "the folder {} does not exist (any more)",
-                    self.dir.display()
-                )
+                say::run_folder_gone(&dir)
             } else if error.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "the program `{}` was not found: it comes from the chapter manifest's `run`; \
-                     install it or fix `run` in {}/NN/{}",
-                    program.to_string_lossy(),
-                    crate::repo::CHECKPOINTS_DIR,
-                    crate::chapter::MANIFEST_FILE
+                say::program_not_found(
+                    &program.to_string_lossy(),
+                    &format!(
+                        "{}/NN/{}",
+                        crate::repo::CHECKPOINTS_DIR,
+                        crate::chapter::MANIFEST_FILE
+                    ),
                 )
             } else {
                 error.to_string()
             };
-            Error::bad_input(format!(
-                "cannot run `{}` in {}: {why}",
-                self.display(),
-                self.dir.display()
-            ))
+            let message = say::cannot_run(&self.display(), &dir, &why);
+            if crate::error::is_environment(&error) {
+                Error::environment(message)
+            } else {
+                Error::bad_input(message)
+            }
         })
     }
 }
@@ -216,7 +226,45 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     if let Ended::Interrupted(signal) = ended? {
         return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
     }
-    status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))
+    let status =
+        status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))?;
+    match environment_failure(status, "") {
+        Some(why) => Err(Error::environment(format!("{what} failed: {why}"))),
+        None => Ok(status),
+    }
+}
+
+/// Why a child that failed failed because of the machine, not the input:
+/// it was killed by a signal no user sent (SIGINT, from a terminal's
+/// Ctrl-C, is the user's; the kernel's SIGKILL or SIGXFSZ are not), or its
+/// own error output (`stderr`, cargo's and rustc's, never a test's report)
+/// names an operating-system failure of the machine.
+pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal().filter(|signal| *signal != libc::SIGINT) {
+        let name = match signal {
+            libc::SIGKILL => "SIGKILL".to_string(),
+            libc::SIGXFSZ => "SIGXFSZ".to_string(),
+            libc::SIGXCPU => "SIGXCPU".to_string(),
+            libc::SIGTERM => "SIGTERM".to_string(),
+            libc::SIGSEGV => "SIGSEGV".to_string(),
+            libc::SIGABRT => "SIGABRT".to_string(),
+            other => format!("signal {other}"),
+        };
+        return Some(say::child_killed(&name));
+    }
+    const MACHINE: [&str; 6] = [
+        "No space left on device",
+        "Disk quota exceeded",
+        "File too large",
+        "Read-only file system",
+        "Too many open files",
+        "Permission denied",
+    ];
+    stderr
+        .lines()
+        .find(|line| MACHINE.iter().any(|phrase| line.contains(phrase)))
+        .map(|line| line.trim().to_string())
 }
 
 /// Waits until the child exits (without reaping it), the timeout passes or

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, Tree};
 
 use crate::error::{self, Error, Result};
+use crate::learner_text::{self as say, PracticeStep};
 use crate::signals;
 
 // Git's file modes, as tree entries and index entries carry them: the one
@@ -180,24 +181,31 @@ fn write_dir(
             let shown = String::from_utf8_lossy(prefix).into_owned();
             match entry.filemode() {
                 MODE_TREE => {
-                    fs::create_dir(&path)
-                        .map_err(error::io(format!("cannot create {}", path.display())))?;
+                    fs::create_dir(&path).map_err(error::io_said(|error| {
+                        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
+                    }))?;
                     let subtree = repo
                         .find_tree(entry.id())
                         .map_err(error::git(format!("cannot read tree `{shown}`")))?;
                     write_dir(repo, &subtree, &path, prefix, skip, written, files)?;
                 }
                 MODE_GITLINK => {
-                    fs::create_dir(&path)
-                        .map_err(error::io(format!("cannot create {}", path.display())))?;
+                    fs::create_dir(&path).map_err(error::io_said(|error| {
+                        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
+                    }))?;
                     written.submodules.push(shown);
                 }
                 MODE_SYMLINK => {
                     let target = read_blob(repo, entry.id(), &shown)?;
-                    symlink(OsStr::from_bytes(&target), &path).map_err(error::io(format!(
-                        "cannot create symlink {}",
-                        path.display()
-                    )))?;
+                    symlink(OsStr::from_bytes(&target), &path).map_err(error::io_said(
+                        |error| {
+                            say::practice_io(
+                                PracticeStep::Write,
+                                &path.display().to_string(),
+                                error,
+                            )
+                        },
+                    ))?;
                     written.symlinks += 1;
                 }
                 mode => files.push(PendingFile {
@@ -220,9 +228,12 @@ fn write_new_file(path: &Path, content: &[u8], permissions: u32) -> Result<()> {
         .create_new(true)
         .mode(permissions)
         .open(path)
-        .map_err(error::io(format!("cannot create {}", path.display())))?;
-    file.write_all(content)
-        .map_err(error::io(format!("cannot write {}", path.display())))
+        .map_err(error::io_said(|error| {
+            say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
+        }))?;
+    file.write_all(content).map_err(error::io_said(|error| {
+        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
+    }))
 }
 
 fn check_name(name: &[u8], path: &[u8]) -> Result<()> {

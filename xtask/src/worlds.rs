@@ -1,4 +1,4 @@
-//! The two worlds of a course repository (SPEC §2), declared once.
+//! The two worlds of a course repository (README, "Two worlds"), declared once.
 //!
 //! * **The learner's world**: the workspace files and the course crate —
 //!   everything a practice folder holds, and all it holds.

@@ -186,3 +186,29 @@ fn watch_json_prints_one_object_per_line_for_each_report() {
     common::send_signal(child.id(), libc::SIGTERM);
     common::wait_at_most(&mut child, Duration::from_secs(30)).expect("watch stops");
 }
+
+/// `--watch` clears the screen before each report only on a terminal: a
+/// pipe or a file gets the reports, never the clearing codes.
+#[test]
+fn watch_clears_the_screen_only_on_a_terminal() {
+    let (fixture, _lab) = chapter();
+    let mut child = common::spawn_xtask(
+        fixture.root(),
+        &["check", "01", "lab", "--watch"],
+        Stdio::piped(),
+    );
+    let stdout = child.stdout.take().unwrap();
+    let mut report = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        report.push_str(&line);
+        report.push('\n');
+        if line.contains("正在盯着") {
+            break;
+        }
+    }
+    common::send_signal(child.id(), libc::SIGTERM);
+    common::wait_at_most(&mut child, Duration::from_secs(30)).expect("watch stops");
+    assert!(report.contains("第 01 章"), "{report}");
+    assert!(!report.contains('\u{1b}'), "{report:?}");
+}

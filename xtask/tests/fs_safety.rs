@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Fixture, spawn_xtask, stderr_of, wait_at_most, wait_until};
+use common::{Fixture, snapshot, spawn_xtask, stderr_of, wait_at_most, wait_until};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -82,6 +82,58 @@ fn a_closed_or_full_stdout_leaves_the_verdict_as_the_exit_status() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("standard output"), "{stderr}");
+    // The help is a report like any other: the same rule.
+    for stdout in ["closed", "full"] {
+        let (code, stderr) = exit_code_with_stdout(&fixture, &["--help"], stdout);
+        assert_eq!(code, 0, "--help, stdout {stdout}: {stderr}");
+        let (code, stderr) = exit_code_with_stdout(&fixture, &["check", "--help"], stdout);
+        assert_eq!(code, 0, "check --help, stdout {stdout}: {stderr}");
+    }
+    let (_, stderr) = exit_code_with_stdout(&fixture, &["--help"], "full");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// A write over `ulimit -f` (SIGXFSZ) is a failure of the machine like a
+/// full disk: exit 3, and nothing half made is left behind (no lab, no
+/// staging folder, no lock).
+#[test]
+fn a_write_over_the_file_size_limit_is_exit_3_and_leaves_nothing() {
+    let fixture = Fixture::course();
+    let before = snapshot(fixture.root());
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -f 0 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_xtask"))
+        .args(["practice", "03", "lab"])
+        .current_dir(fixture.root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(snapshot(fixture.root()), before, "nothing left: {stderr}");
+    assert!(common::staging_folders(fixture.root()).is_empty());
+}
+
+/// A child that fails because of the machine (killed by a signal nobody
+/// sent, or saying the disk is full) ends the command with exit 3, not as
+/// red work (1).
+#[test]
+fn an_environment_failure_of_a_child_is_exit_3() {
+    for script in [
+        "kill -KILL $$",
+        "echo 'error: failed to write target/x: No space left on device (os error 28)' >&2; exit 101",
+    ] {
+        let fixture = course_running(script);
+        let run = fixture.xtask(&["check", "03", "lab"]);
+        run.fails_with(3, &["机器"]);
+        let run = fixture.xtask(&["compare", "03", "lab"]);
+        run.fails_with(3, &["机器"]);
+    }
+    // A test's own failure is still red work.
+    course_running("echo 'test adds ... FAILED'; exit 101")
+        .xtask(&["check", "03", "lab"])
+        .fails_with(1, &[]);
 }
 
 #[test]

@@ -850,7 +850,7 @@ fn the_losing_concurrent_run_says_another_run_created_the_folder() {
         [Some(2), Some(0)] => &stderrs[0],
         _ => panic!("one run wins, one loses: {codes:?} {stderrs:?}"),
     };
-    for needle in ["another run created", "this run's copy was removed"] {
+    for needle in ["被别的运行", "这次的副本已经删掉"] {
         assert!(loser.contains(needle), "{needle}: {loser}");
     }
     assert!(!loser.contains("nothing was left there"), "{loser}");

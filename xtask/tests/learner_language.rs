@@ -283,6 +283,38 @@ fn argument_errors_name_the_argument_and_the_rule() {
     assert_eq!(step.stderr.matches("3.3").count(), 1, "{}", step.stderr);
 }
 
+/// The top level is the learner's door: `cargo xtask`, `--help` and a
+/// mistyped command speak Chinese, the learner commands first and the
+/// author commands after them, marked as the authors'.
+#[test]
+fn the_top_level_help_and_clap_errors_speak_chinese() {
+    let fixture = Fixture::course();
+    for args in [&[][..], &["--help"]] {
+        let run = learner_run(&fixture, args, 0);
+        let at = |name: &str| {
+            run.stdout
+                .find(&format!("  {name} "))
+                .unwrap_or_else(|| panic!("{name} in {}", run.stdout))
+        };
+        assert!(at("checkpoint") < at("compare"), "{}", run.stdout);
+        assert!(at("compare") < at("list"), "{}", run.stdout);
+        assert!(at("compare") < at("verify"), "{}", run.stdout);
+        assert_eq!(
+            run.stdout.matches("（作者用）").count(),
+            4,
+            "{}",
+            run.stdout
+        );
+    }
+    let typo = learner_run(&fixture, &["chek", "03", "lab"], 2);
+    typo.fails_with(
+        2,
+        &["没有 `chek` 这个命令", "`check`", "cargo xtask --help"],
+    );
+    let help = learner_run(&fixture, &["check", "--help"], 0);
+    help.prints(&["练习目录", "（默认 600）"]);
+}
+
 /// An author command keeps English, on the same repository.
 #[test]
 fn author_commands_speak_english() {

@@ -279,8 +279,8 @@ fn a_run_program_that_does_not_exist_is_traced_to_the_manifest() {
     fixture.xtask(&["check", "01", "lab"]).fails_with(
         2,
         &[
-            "`no-such-program-xyz` was not found",
-            "the chapter manifest's `run`",
+            "找不到程序 `no-such-program-xyz`",
+            "章节清单 checkpoints/NN/checkpoint.json 的 `run`",
         ],
     );
 }

@@ -48,7 +48,11 @@ fn checkpoint_prints_parent_target_files_and_commands() {
     );
     assert_eq!(
         json["commands"]["diff"],
-        format!("git diff {} {}", &parent[..7], &target[..7])
+        format!(
+            "git diff {} {} -- course/src/types.rs course/src/lib.rs",
+            &parent[..7],
+            &target[..7]
+        )
     );
 
     for needle in [
@@ -69,23 +73,14 @@ fn checkpoint_prints_parent_target_files_and_commands() {
 
 #[test]
 fn the_newest_re_cut_wins() {
-    let fixture = Fixture::course();
-    let first_cut = fixture.rev("HEAD~1");
-    // Re-cut: the previous chapter's state, then the layer again.
-    fixture.write("course/src/lib.rs", "pub mod stream;\n");
-    fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
-    fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
-    let base = fixture.commit("Restore chapter 02's state to re-cut 03");
-    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
-    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
-    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    let second_cut = fixture.commit("course(03): save one complete tool round-trip (re-cut)");
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
+    let first_cut = fixture.rev("HEAD~3");
+    let second_cut = fixture.head();
     fixture.write("README.md", "later work\n");
     fixture.commit("Later work");
 
     let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
     assert_eq!(json["target"]["id"], second_cut.to_string());
-    assert_eq!(json["parent"]["id"], base.to_string());
     assert_ne!(first_cut, second_cut);
 }
 
@@ -102,7 +97,15 @@ fn the_parent_is_the_first_parent_of_a_merge() {
 
     let json = fixture.xtask(&["checkpoint", "04", "--json"]).json();
     assert_eq!(json["target"]["id"], merge.to_string());
-    assert_eq!(json["parent"]["id"], mainline.to_string());
+    // The first parent holds course(03)'s learner world, so the start is
+    // named by course(03); the side branch is no part of it.
+    let course_03 = fixture
+        .repo
+        .find_commit(mainline)
+        .unwrap()
+        .parent_id(0)
+        .unwrap();
+    assert_eq!(json["parent"]["id"], course_03.to_string());
 }
 
 #[test]
@@ -230,7 +233,11 @@ fn a_shallow_clone_explains_the_missing_parent() {
     fixture.make_shallow(&[target]);
     fixture
         .xtask(&["checkpoint", "03"])
-        .fails_with(2, &["shallow", "git fetch --unshallow"]);
+        .fails_with(2, &["浅克隆里没有父提交", "git fetch --unshallow"]);
+    fixture
+        .xtask(&["list"])
+        .success()
+        .prints(&["has no parent in this shallow clone"]);
 }
 
 #[test]
@@ -259,7 +266,22 @@ fn a_root_commit_cannot_be_a_target() {
     fixture.write_manifest("01", &manifest("01", "a.rs", &[]));
     fixture
         .xtask(&["checkpoint", "01"])
-        .fails_with(2, &["root commit"]);
+        .fails_with(2, &["是仓库的第一个提交", "告诉课程作者"]);
+    fixture.xtask(&["list"]).success().prints(&["root commit"]);
+}
+
+/// HEAD on a branch that does not hold chapter 02 (made from the skeleton):
+/// the commit is not reachable from HEAD, and the learner is told to switch.
+#[test]
+fn a_checkpoint_beyond_heads_history_is_said_to_be_unreachable() {
+    let fixture = Fixture::course();
+    let skeleton = fixture.rev("HEAD~3");
+    let tree = fixture.repo.find_commit(fixture.head()).unwrap().tree_id();
+    let aside = fixture.commit_with_parents("Work on a side branch", tree, &[skeleton]);
+    fixture.move_head(aside);
+    let run = fixture.xtask(&["checkpoint", "02"]);
+    run.fails_with(2, &["从 HEAD 出发找不到第 02 章的提交", "git switch main"]);
+    assert!(!run.stderr.contains("还没有做好"), "{}", run.stderr);
 }
 
 #[test]
@@ -389,20 +411,6 @@ fn a_repository_with_a_separate_git_dir_finds_its_work_tree() {
 }
 
 #[test]
-fn help_to_a_full_stdout_says_so() {
-    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
-        return; // no /dev/full on this system
-    };
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("--help")
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot write to standard output"));
-}
-
-#[test]
 fn bench_has_no_partial_rows() {
     let fixture = Fixture::course();
     fixture
@@ -458,25 +466,10 @@ fn bench_forwards_its_own_arguments_to_the_release_run() {
 
 #[test]
 fn checkpoint_asks_for_a_prediction_before_the_diff_and_names_its_start() {
-    let fixture = Fixture::course();
-    // A re-cut's restoring commit, as recut writes it, is the parent.
-    fixture.write("course/src/lib.rs", "pub mod stream;\n");
-    fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
-    fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
-    let parent = fixture.commit("Restore chapter 03's starting point, to re-cut it");
-    fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
-    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
-    fixture.write("course/tests/message_ir.rs", "// focused 03\n");
-    fixture.commit("course(03): save one complete tool round-trip");
-
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
     let run = fixture.xtask(&["checkpoint", "03"]);
     run.success();
-    let parent = parent.to_string();
-    run.prints(&[
-        "起点：第 02 章的终点，提交 ",
-        &parent[..7],
-        "终点：第 03 章的终点",
-    ]);
+    run.prints(&["起点：第 02 章的终点，提交 ", "终点：第 03 章的终点"]);
     assert!(
         !run.stdout.contains("Restore") && !run.stdout.contains("round-trip"),
         "no commit subject: {}",
@@ -495,4 +488,47 @@ fn checkpoint_asks_for_a_prediction_before_the_diff_and_names_its_start() {
         "predict first, then the diff: {}",
         run.stdout
     );
+}
+
+/// After a re-cut, chapter 03 starts at recut's restore commit, which holds
+/// course(02)'s learner world: every learner-facing report names that
+/// start course(02), the chapter 02 end the learner already knows; a
+/// restore whose learner code differs is named beside course(02).
+#[test]
+fn a_chapter_start_has_one_name_after_a_re_cut() {
+    let fixture = Fixture::course_recut_03("pub mod stream;\n");
+    let course_02 = short(&fixture, "HEAD~4");
+    let restore = short(&fixture, "HEAD~1");
+    let checkpoint = fixture.xtask(&["checkpoint", "03"]);
+    checkpoint
+        .success()
+        .prints(&[&format!("起点：第 02 章的终点，提交 {course_02}")]);
+    assert!(
+        !checkpoint.stdout.contains(&restore),
+        "{}",
+        checkpoint.stdout
+    );
+    let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
+    assert_eq!(json["parent"]["short"], course_02.as_str());
+    let practice = fixture.xtask(&["practice", "03", "lab"]);
+    practice.success().prints(&[&course_02]);
+    assert!(!practice.stdout.contains(&restore), "{}", practice.stdout);
+    let guide = fs::read_to_string(fixture.root().join("lab/LEARNING.md")).unwrap();
+    assert!(
+        guide.contains(&format!("第 02 章的终点，提交 `{course_02}`")),
+        "{guide}"
+    );
+    assert!(!guide.contains(&restore), "{guide}");
+
+    let differs = Fixture::course_recut_03("pub mod stream;\n// restored by hand\n");
+    let course_02 = short(&differs, "HEAD~4");
+    let restore = short(&differs, "HEAD~1");
+    differs
+        .xtask(&["checkpoint", "03"])
+        .success()
+        .prints(&[&restore, &course_02, "不一样"]);
+}
+
+fn short(fixture: &Fixture, spec: &str) -> String {
+    fixture.rev(spec).to_string()[..7].to_string()
 }

@@ -303,9 +303,19 @@ fn re_cutting_the_last_chapter_appends_a_restore_and_a_new_cut() {
     assert_eq!(fixture.tooling_at("HEAD"), old_tooling, "tooling is HEAD's");
     assert_eq!(fixture.tooling_at("HEAD~1"), old_tooling);
 
+    // The restore commit holds course(02)'s learner world, so the start
+    // keeps course(02)'s name (one name per thing).
     let json = fixture.xtask(&["checkpoint", "03", "--json"]).json();
     assert_eq!(json["target"]["id"], fixture.rev("HEAD").to_string());
-    assert_eq!(json["parent"]["id"], fixture.rev("HEAD~1").to_string());
+    let start = json["parent"]["id"].as_str().unwrap().to_string();
+    assert!(
+        json["parent"]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("course(02):"),
+        "{json}"
+    );
+    assert_eq!(fixture.learner_at(&start), fixture.learner_at("HEAD~1"));
 
     // The tooling edits are still only in the work tree (and the index).
     let work_tree = fixture.work_tree();
@@ -552,7 +562,13 @@ fn a_chapter_never_cut_gets_its_first_checkpoint() {
         fixture.learner_at(&chapter_03)
     );
     let json = fixture.xtask(&["checkpoint", "04", "--json"]).json();
-    assert_eq!(json["parent"]["id"], fixture.rev("HEAD~1").to_string());
+    let start = json["parent"]["id"].as_str().unwrap().to_string();
+    assert_eq!(fixture.learner_at(&start), fixture.learner_at(&chapter_03));
+    let subject = json["parent"]["subject"].as_str().unwrap();
+    assert!(
+        subject.starts_with("course(03):"),
+        "named by course(03): {json}"
+    );
 }
 
 #[test]

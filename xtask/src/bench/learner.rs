@@ -1,7 +1,9 @@
 //! What a learner waits for: a cold build of the focused test in a fresh
-//! practice folder, and edit → result after touching one teaching file. The
-//! cold build's baseline is the same workspace whose crate holds a single
-//! serde-derived struct: the floor that serde's derive chain sets.
+//! practice folder, edit → result after touching one teaching file, and
+//! `check` on the finished, unchanged lab. The cold build's baseline is the
+//! same workspace whose crate holds a single serde-derived struct: the floor
+//! that serde's derive chain sets; `check`'s is a plain `cargo test` of the
+//! focused test in the same lab, measured in alternation with it.
 
 use std::fs;
 use std::path::Path;
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::Row;
 use super::stats::{Figure, Unit};
 use crate::chapter;
+use crate::cli;
 use crate::error::{self, Error, Result};
 use crate::locate;
 use crate::out::noteln;
@@ -35,6 +38,7 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let cold_finished = cold(&manifest.run, &finished, repeats)?;
     let cold_bare = cold(&manifest.run, &bare, repeats)?;
     let edit = edit_to_result(&manifest.run, &finished, repeats)?;
+    let (check, plain) = check_unchanged(repo, &manifest, &finished, repeats)?;
     Ok(vec![
         Row {
             workload: "learner cold build".into(),
@@ -54,7 +58,47 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
             ratio: None,
             target: "≤ 1 s".into(),
         },
+        Row {
+            workload: "check, unchanged lab".into(),
+            size: format!("check {} (solved)", manifest.id),
+            met: Some(check.ratio(&plain) <= 2.5),
+            ratio: Some(check.ratio(&plain)),
+            ours: check,
+            baseline: Some(plain),
+            target: "≤ 2.5× (baseline: the focused `cargo test`)".into(),
+        },
     ])
+}
+
+/// `check` on the finished `lab` when nothing changed since its last check,
+/// and a plain run of the focused test there, alternating.
+fn check_unchanged(
+    repo: &CourseRepo,
+    manifest: &crate::manifest::Manifest,
+    lab: &Lab,
+    repeats: usize,
+) -> Result<(Figure, Figure)> {
+    noteln!("bench: check on an unchanged lab …");
+    let limit = cli::Timeout {
+        secs: crate::runner::DEFAULT_TIMEOUT_SECS,
+    };
+    let mut check = || -> Result<f64> {
+        let started = Instant::now();
+        let position = crate::check::position(repo, manifest, lab.path(), limit.duration())?;
+        if !position.complete() {
+            return Err(Error::check_failed(format!(
+                "check does not call chapter {} complete in {}",
+                manifest.id,
+                lab.path().display()
+            )));
+        }
+        Ok(started.elapsed().as_secs_f64())
+    };
+    check()?;
+    let mut plain = || run(&manifest.run, lab).map(|took| took.as_secs_f64());
+    let [check, plain] =
+        Figure::interleaved(repeats.max(3), Unit::Seconds, [&mut check, &mut plain])?;
+    Ok((check, plain))
 }
 
 /// Runs the focused test in `lab`: how long it took, or an error when it

@@ -90,9 +90,9 @@ impl cli::Bench {
         }
 
         if options.json {
-            crate::out::json(&rows)?;
+            crate::out::json(&rows);
         } else {
-            print_table(&rows)?;
+            print_table(&rows);
         }
         Ok(())
     }
@@ -125,7 +125,7 @@ fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
     }
 }
 
-fn print_table(rows: &[Row]) -> Result<()> {
+fn print_table(rows: &[Row]) {
     let header = ["workload", "size", "ours", "baseline", "ratio", "target"];
     let cells: Vec<[String; 6]> = rows
         .iter()
@@ -166,7 +166,7 @@ fn print_table(rows: &[Row]) -> Result<()> {
             .collect();
         outln!("| {} |", padded.join(" | "))
     };
-    line(header.to_vec())?;
+    line(header.to_vec());
     outln!(
         "|{}|",
         widths
@@ -174,9 +174,8 @@ fn print_table(rows: &[Row]) -> Result<()> {
             .map(|width| "-".repeat(width + 2))
             .collect::<Vec<_>>()
             .join("|")
-    )?;
+    );
     for row in &cells {
-        line(row.iter().map(String::as_str).collect())?;
+        line(row.iter().map(String::as_str).collect());
     }
-    Ok(())
 }

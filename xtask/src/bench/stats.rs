@@ -27,7 +27,6 @@ pub struct Figure {
 pub enum Unit {
     Milliseconds,
     Seconds,
-    NanosPerEvent,
     MillionEventsPerSecond,
     MegabytesPerSecond,
 }
@@ -77,7 +76,6 @@ impl fmt::Display for Figure {
         let suffix = match self.unit {
             Unit::Milliseconds => "ms",
             Unit::Seconds => "s",
-            Unit::NanosPerEvent => "ns/event",
             Unit::MillionEventsPerSecond => "M events/s",
             Unit::MegabytesPerSecond => "MB/s",
         };

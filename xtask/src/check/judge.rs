@@ -160,13 +160,23 @@ fn errors_at(
 }
 
 /// The first failing test: the focused run's, else the first step run's
-/// (with that step's id).
+/// (with that step's id). Tests run in parallel and finish in any order, so
+/// "first" is the chapter's order: a failure of the earliest step whose
+/// filter selects one, by name among several.
 fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure>, Option<String>) {
     let failed_in = |command: &[String]| {
-        runs.iter()
+        let report = runs
+            .iter()
             .find(|run| run.command == command)
-            .and_then(|run| run.report.as_ref())
-            .and_then(|report| report.failed.first())
+            .and_then(|run| run.report.as_ref())?;
+        let mut failed: Vec<&Failure> = report.failed.iter().collect();
+        failed.sort_by(|a, b| a.name.cmp(&b.name));
+        let in_step_order = manifest
+            .steps
+            .iter()
+            .filter(|step| step.run(manifest) == command)
+            .find_map(|step| failed.iter().find(|f| f.name.contains(&step.filter)));
+        in_step_order.or(failed.first()).copied()
     };
     if let Some(failure) = failed_in(&manifest.run) {
         return (Some(failure.clone()), None);
@@ -234,5 +244,38 @@ mod tests {
         };
         let status = step_status(&manifest, &manifest.steps[0], Some(&report), &position);
         assert_eq!((status.passed, status.ran, status.green), (0, 0, false));
+    }
+    #[test]
+    fn the_first_failure_is_the_earliest_steps_whatever_order_they_finished_in() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "id": "01", "title": "t", "focusedTest": "t.rs", "teachingFiles": [],
+            "run": ["cargo", "test"],
+            "steps": [
+                {"id": "1.1", "filter": "lab1_1", "expectedTests": 1},
+                {"id": "1.2", "filter": "lab1_2", "expectedTests": 2},
+                {"id": "1.3", "filter": "", "expectedTests": 3}
+            ]
+        }))
+        .unwrap();
+        let failure = |name: &str| Failure {
+            name: name.to_string(),
+            message: String::new(),
+        };
+        let report = Report {
+            failed: vec![
+                failure("lab1_3_c"),
+                failure("lab1_2_b"),
+                failure("lab1_2_a"),
+            ],
+            ..Report::default()
+        };
+        let runs = [RunResult {
+            command: &manifest.run,
+            report: Some(report),
+            captured: None,
+        }];
+        let (first, step) = first_failure(&manifest, &runs);
+        assert_eq!(first.map(|f| f.name), Some("lab1_2_a".to_string()));
+        assert_eq!(step, None, "a failure of the focused run names no step run");
     }
 }

@@ -5,7 +5,6 @@
 use super::build_config::Change;
 use super::{ErrorAt, Position, StepStatus};
 use crate::cli;
-use crate::error::Result;
 use crate::learner_text as say;
 use crate::manifest::shown;
 use crate::out::{self, outln, shell_word};
@@ -16,20 +15,20 @@ const ERRORS_SHOWN: usize = 5;
 impl cli::Check {
     /// Prints `position`: as JSON (one document, or one line per report
     /// with `--watch`) or as the learner's report.
-    pub(super) fn print(&self, position: &Position) -> Result<()> {
+    pub(super) fn print(&self, position: &Position) {
         if self.json {
             if self.watch {
                 // One object per line, so a reader can take each report as it comes.
                 let line = serde_json::to_string(position).expect("reports serialize");
-                outln!("{line}")?;
+                outln!("{line}");
                 return out::flush();
             }
             return out::json(position);
         }
         if self.verbose {
-            outln!("{}", position.output)?;
+            outln!("{}", position.output);
         }
-        outln!("{}", say::heading(&position.chapter, &position.title))?;
+        outln!("{}", say::heading(&position.chapter, &position.title));
         if !position.focused_test_present {
             return outln!("{}", position.output);
         }
@@ -39,7 +38,7 @@ impl cli::Check {
             } else {
                 say::test_changed(&changed.path, &changed.restore)
             };
-            outln!("{line}")?;
+            outln!("{line}");
         }
         for changed in &position.changed_build_config {
             let (path, restore) = (&changed.path, &changed.restore);
@@ -48,28 +47,28 @@ impl cli::Check {
                 Change::Missing => say::build_config_gone(path, restore),
                 Change::Added => say::build_config_added(path, restore),
             };
-            outln!("{line}")?;
+            outln!("{line}");
         }
         if !position.tests_verified {
-            outln!("{}", say::tests_unverifiable(&position.chapter))?;
+            outln!("{}", say::tests_unverifiable(&position.chapter));
         }
         if position.timed_out {
-            outln!("{}", say::timed_out(self.timeout()))?;
+            outln!("{}", say::timed_out(self.timeout()));
         } else if position.compiled {
-            outln!("{}", say::COMPILES)?;
+            outln!("{}", say::COMPILES);
         } else if !position.errors.is_empty() {
-            print_errors(&position.errors)?;
+            print_errors(&position.errors);
         }
-        print_steps(&position.steps)?;
-        print_failure(position)?;
-        print_ending(position)
+        print_steps(&position.steps);
+        print_failure(position);
+        print_ending(position);
     }
 }
 
 /// Each compile error under the teaching file where its fix goes, in
 /// rustc's own words.
-fn print_errors(errors: &[ErrorAt]) -> Result<()> {
-    outln!("{}", say::does_not_compile(errors.len()))?;
+fn print_errors(errors: &[ErrorAt]) {
+    outln!("{}", say::does_not_compile(errors.len()));
     for error in errors.iter().take(ERRORS_SHOWN) {
         let location = error.location.as_deref();
         let heading = match &error.teaching_file {
@@ -82,47 +81,46 @@ fn print_errors(errors: &[ErrorAt]) -> Result<()> {
             Some(file) if error.teaching_file_missing => say::error_in_new_file(file, location),
             file => say::error_in(file.as_deref(), location),
         };
-        outln!("\n{heading}")?;
+        outln!("\n{heading}");
         let text = if error.rendered.is_empty() {
             &error.message
         } else {
             &error.rendered
         };
-        outln!("{}", text.trim_end())?;
+        outln!("{}", text.trim_end());
     }
     if errors.len() > ERRORS_SHOWN {
-        outln!("{}", say::more_errors(errors.len() - ERRORS_SHOWN))?;
+        outln!("{}", say::more_errors(errors.len() - ERRORS_SHOWN));
     }
-    outln!()
+    outln!();
 }
 
 /// The first failing test, where its assertion's sides first differ, and
 /// its message.
-fn print_failure(position: &Position) -> Result<()> {
+fn print_failure(position: &Position) {
     let Some(failure) = &position.first_failure else {
-        return Ok(());
+        return;
     };
     let heading = match &position.first_failure_step {
         Some(step) => say::first_failure_in_step(&failure.name, &shown(step)),
         None => say::first_failure(&failure.name),
     };
-    outln!("{heading}")?;
+    outln!("{heading}");
     if let Some((at, left, right)) = first_difference(&failure.message) {
-        outln!("  {}", say::first_difference(at, &left, &right))?;
+        outln!("  {}", say::first_difference(at, &left, &right));
     }
     for line in failure.message.lines() {
-        outln!("  {}", shortened(line))?;
+        outln!("  {}", shortened(line));
     }
-    Ok(())
 }
 
 /// The verdict's line: complete (and `compare` next), no focused test ran
 /// (none passed or failed: all ignored, renamed or filtered out), a run
 /// that failed with no failing test (the tail of its output), or what next.
-fn print_ending(position: &Position) -> Result<()> {
+fn print_ending(position: &Position) {
     let nothing_ran = position.compiled && position.ran == 0 && !position.timed_out;
     if nothing_ran {
-        outln!("{}", say::NO_TEST_RAN)?;
+        outln!("{}", say::NO_TEST_RAN);
     }
     if position.complete {
         let mut ids: Vec<&str> = position.steps.iter().map(|step| step.id.as_str()).collect();
@@ -132,26 +130,25 @@ fn print_ending(position: &Position) -> Result<()> {
         } else {
             say::complete_with_steps(position.passed, ids.len(), &position.chapter)
         };
-        outln!("{done}")?;
+        outln!("{done}");
         let lab = shell_word(&position.lab_from_root);
         return outln!("{}", say::compare_next(&position.chapter, &lab));
     }
     let Some(output) = &position.unexplained else {
         return outln!("{}", say::NEXT);
     };
-    outln!("{}", say::FAILED_WITHOUT_A_TEST)?;
+    outln!("{}", say::FAILED_WITHOUT_A_TEST);
     let tail: Vec<&str> = output.lines().rev().take(10).collect();
     for line in tail.iter().rev() {
-        outln!("  {line}")?;
+        outln!("  {line}");
     }
-    Ok(())
 }
 
-fn print_steps(steps: &[StepStatus]) -> Result<()> {
+fn print_steps(steps: &[StepStatus]) {
     if steps.is_empty() {
-        return Ok(());
+        return;
     }
-    outln!("{}", say::STEPS)?;
+    outln!("{}", say::STEPS);
     let labels: Vec<String> = steps
         .iter()
         .map(|step| say::step_label(step.title.as_deref(), &step.filter))
@@ -170,9 +167,8 @@ fn print_steps(steps: &[StepStatus]) -> Result<()> {
             " ".repeat(pad),
             step.passed,
             step.expected
-        )?;
+        );
     }
-    Ok(())
 }
 
 /// How many characters of a failure's line are shown (`--verbose` and

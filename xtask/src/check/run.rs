@@ -1,7 +1,8 @@
 //! Running the chapter's commands in the lab: each distinct run once (a
 //! step's own run is skipped while its test file is missing), with cargo's
 //! JSON messages, and once more after cleaning a local package cargo
-//! reused from a build this check did not make ([`crate::freshness`]).
+//! reused from a build this check did not make or vouch for
+//! ([`crate::freshness`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use super::ChangedTest;
 use super::tests_intact;
 use crate::error::{Error, Result};
-use crate::freshness::Builds;
+use crate::freshness::{self, Builds};
 use crate::learner_text as say;
 use crate::libtest::{self, Report};
 use crate::manifest::Manifest;
@@ -32,8 +33,8 @@ pub(super) fn run_all<'m>(
     target: &Path,
     timeout: Duration,
     changed: &[ChangedTest],
+    builds: &mut Builds,
 ) -> Result<Vec<RunResult<'m>>> {
-    let mut builds = Builds::default();
     let mut runs = Vec::new();
     for command in manifest.runs() {
         let skipped = command != manifest.run.as_slice()
@@ -43,7 +44,7 @@ pub(super) fn run_all<'m>(
         let (report, captured) = if skipped {
             (None, None)
         } else {
-            let (report, captured) = run_cargo(lab, target, command, timeout, &mut builds)?;
+            let (report, captured) = run_cargo(lab, target, command, timeout, builds)?;
             (Some(report), Some(captured))
         };
         runs.push(RunResult {
@@ -82,24 +83,14 @@ fn run_cargo(
         } else {
             libtest::parse(&captured.output)
         };
-        let reused = builds.reused(&report);
+        let reused = builds.reused(&report, captured.timed_out);
         if reused.is_empty() || captured.timed_out {
             return Ok((report, captured));
         }
         if cleaned {
             return Err(Error::environment(say::still_reused(&reused.join(", "))));
         }
-        for package in &reused {
-            let clean = ["cargo", "clean", "-p", package].map(String::from);
-            Invocation {
-                command: &clean,
-                extra: &[],
-                dir: lab,
-                target_dir: target,
-                timeout,
-            }
-            .run()?;
-        }
+        freshness::clean(lab, target, &reused, timeout)?;
         cleaned = true;
     }
 }

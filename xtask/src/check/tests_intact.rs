@@ -36,11 +36,11 @@ pub(super) fn changed_tests(
         let actual = safe_fs::read_inside(lab, Path::new(test.as_str()));
         let missing = matches!(actual, Ok(None));
         if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
-            let restore = format!(
-                "git -C {} show {}:{test} > {}",
-                shell_word(root_text(&repo.root).as_str()),
-                checkpoint.target.short,
-                shell_word(&test.under(lab).display().to_string()),
+            let restore = restore_command(
+                &repo.root,
+                &checkpoint.target.short,
+                test.as_str(),
+                &test.under(lab),
             );
             changed.push(ChangedTest {
                 path: test.to_string(),
@@ -50,6 +50,18 @@ pub(super) fn changed_tests(
         }
     }
     Ok((changed, verified))
+}
+
+/// The shell command that writes `path` as commit `commit` has it to
+/// `dest`: `git -C ROOT show COMMIT:PATH > DEST`, every word quoted as the
+/// shell needs. The one home of the restore command.
+pub(super) fn restore_command(root: &Path, commit: &str, path: &str, dest: &Path) -> String {
+    format!(
+        "git -C {} show {} > {}",
+        shell_word(&root_text(root)),
+        shell_word(&format!("{commit}:{path}")),
+        shell_word(&dest.display().to_string()),
+    )
 }
 
 /// The repository root as the user would type it (no trailing `/`).
@@ -83,9 +95,12 @@ pub(super) fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -
     match locate::locate(&repo.git, manifest.id) {
         Ok(checkpoint) => say::focused_test_missing(
             test.as_str(),
-            &repo.root.display().to_string(),
-            &checkpoint.target.short,
-            &lab.display().to_string(),
+            &restore_command(
+                &repo.root,
+                &checkpoint.target.short,
+                test.as_str(),
+                &test.under(lab),
+            ),
         ),
         Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
     }

@@ -1,13 +1,22 @@
-//! clap's argument errors of the learner commands, rendered in the
-//! learner's language from clap's error kind and context.
+//! clap's argument errors: a learner's rendered in the learner's language
+//! from clap's error kind and context, an author's as clap writes them.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-use super::error_prefix;
+use super::for_learner;
 
-/// A learner command's argument error, from clap's error kind and context.
-/// `usage` is the subcommand's usage line without clap's "Usage:" label.
-pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String {
+/// What clap found wrong with the arguments, without the "error: " prefix
+/// `main` adds. `command` is the subcommand typed, when it is one;
+/// `usage` its usage line (or the top level's) without clap's label.
+pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -> String {
+    if !for_learner() {
+        let rendered = error.render().to_string();
+        return rendered
+            .strip_prefix("error: ")
+            .unwrap_or(&rendered)
+            .trim_end()
+            .to_string();
+    }
     let text = |kind| match error.get(kind) {
         Some(ContextValue::String(value)) => value.clone(),
         Some(ContextValue::Strings(values)) => values.join("、"),
@@ -16,15 +25,35 @@ pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String
     };
     let arg = text(ContextKind::InvalidArg);
     let value = text(ContextKind::InvalidValue);
+    let whose = command.map_or_else(|| "cargo xtask".to_string(), str::to_string);
     let what = match error.kind() {
+        ErrorKind::InvalidSubcommand => {
+            let typed = text(ContextKind::InvalidSubcommand);
+            let suggested: Vec<String> = match error.get(ContextKind::SuggestedSubcommand) {
+                Some(ContextValue::String(value)) => vec![format!("`{value}`")],
+                Some(ContextValue::Strings(values)) => {
+                    values.iter().map(|value| format!("`{value}`")).collect()
+                }
+                _ => Vec::new(),
+            };
+            if suggested.is_empty() {
+                format!("没有 `{typed}` 这个命令")
+            } else {
+                format!(
+                    "没有 `{typed}` 这个命令，你想写的也许是 {}",
+                    suggested.join(" 或 ")
+                )
+            }
+        }
+        ErrorKind::MissingSubcommand => "缺少命令".to_string(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => invalid_value(&arg, &value),
         ErrorKind::MissingRequiredArgument => format!("缺少参数 {arg}"),
         ErrorKind::UnknownArgument => {
             let suggested = text(ContextKind::SuggestedArg);
             if suggested.is_empty() {
-                format!("{command} 不认识参数 `{arg}`")
+                format!("{whose} 不认识参数 `{arg}`")
             } else {
-                format!("{command} 不认识参数 `{arg}`，你想写的也许是 `{suggested}`")
+                format!("{whose} 不认识参数 `{arg}`，你想写的也许是 `{suggested}`")
             }
         }
         ErrorKind::NoEquals | ErrorKind::WrongNumberOfValues | ErrorKind::TooManyValues => {
@@ -32,12 +61,13 @@ pub fn argument_error(error: &clap::Error, command: &str, usage: &str) -> String
         }
         ErrorKind::ArgumentConflict => format!("参数 {arg} 不能和前面的参数一起用"),
         ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
-        _ => format!("{command} 的参数不对"),
+        _ => format!("{whose} 的参数不对"),
     };
-    format!(
-        "{}{what}\n\n用法：{usage}\n完整说明：cargo xtask {command} --help",
-        error_prefix()
-    )
+    let full = match command {
+        Some(command) => format!("cargo xtask {command} --help"),
+        None => "cargo xtask --help".to_string(),
+    };
+    format!("{what}\n\n用法：{usage}\n完整说明：{full}")
 }
 
 /// Why `value` does not fit the argument `arg` (`<ID>`, `--level <LEVEL>`, …).

@@ -119,7 +119,10 @@ pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
                      运行 `git fetch --unshallow` 取回完整历史再试"
                 )
             } else {
-                format!("找不到第 {id} 章的提交（`{prefix}`）：这一章还没有做好，请告诉课程作者")
+                format!(
+                    "从 HEAD 出发找不到第 {id} 章的提交（`{prefix}`）：当前分支的历史里没有它。\
+                     切换到存放课程历史的分支（例如 `git switch main`）再试；哪个分支都没有的话，请告诉课程作者"
+                )
             }
         },
         || {
@@ -136,6 +139,60 @@ pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
                 ));
             }
             message
+        },
+    )
+}
+
+/// Chapter `id`'s target `short` has no parent in a shallow clone.
+/// `locate.rs` raises it.
+pub fn target_parent_not_fetched(id: &str, short: &str) -> String {
+    pick(
+        || {
+            format!(
+                "第 {id} 章的终点 {short} 在这个浅克隆里没有父提交（起点）：\
+                 运行 `git fetch --unshallow` 取回完整历史再试"
+            )
+        },
+        || {
+            format!(
+                "chapter {id}'s target {short} has no parent in this shallow clone: \
+                 fetch the full history with `git fetch --unshallow` and try again"
+            )
+        },
+    )
+}
+
+/// Chapter `id`'s target `short` is a root commit. `locate.rs` raises it.
+pub fn target_is_root(id: &str, short: &str) -> String {
+    pick(
+        || {
+            format!(
+                "第 {id} 章的终点 {short} 是仓库的第一个提交，前面没有起点：\
+                 这个检查点切得不对，请告诉课程作者"
+            )
+        },
+        || {
+            format!(
+                "chapter {id}'s target {short} is a root commit: a checkpoint needs the previous chapter's state as its parent"
+            )
+        },
+    )
+}
+
+/// The parent of chapter `id`'s target `short` is not in the clone.
+pub fn target_parent_missing(id: &str, short: &str) -> String {
+    pick(
+        || {
+            format!(
+                "第 {id} 章的终点 {short} 的父提交（起点）不在这个克隆里：\
+                 运行 `git fetch --unshallow` 取回完整历史再试"
+            )
+        },
+        || {
+            format!(
+                "the parent of chapter {id}'s target {short} is missing from this clone: \
+                 fetch the full history with `git fetch --unshallow` and try again"
+            )
         },
     )
 }
@@ -178,6 +235,7 @@ pub fn io_kind(error: &std::io::Error) -> &'static str {
         ErrorKind::PermissionDenied => "没有权限",
         ErrorKind::StorageFull => "磁盘已满",
         ErrorKind::ReadOnlyFilesystem => "只读文件系统",
+        ErrorKind::FileTooLarge => "文件超过了大小限制（ulimit -f）",
         _ => "系统错误",
     }
 }

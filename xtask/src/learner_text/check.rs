@@ -54,17 +54,6 @@ pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
 
-/// Why a file in the lab's `target/` was refused.
-pub const NOT_A_REGULAR_FILE: &str = "它不是普通文件（比如是命名管道），check 不会打开它等待";
-pub const A_SYMLINK: &str = "它是符号链接，check 从不跟随";
-
-pub fn target_file_refused(lab: &str, path: &str, why: &str) -> String {
-    format!(
-        "练习目录 {lab} 的构建文件夹里 {path} 不能用：{why}。这个文件夹只该由 cargo 写入；\
-         删掉它（`rm -r target`）再运行，下一次构建会重新生成"
-    )
-}
-
 pub fn still_reused(packages: &str) -> String {
     format!(
         "cargo 清理后仍然沿用了旧的构建结果（{packages}），check 无法确认测试跑的是你现在的代码。\
@@ -137,8 +126,8 @@ pub fn line_cut(length: usize) -> String {
     format!("…（这一行共 {length} 个字符，加 --verbose 看全文）")
 }
 
-pub fn cannot_touch(path: &str) -> String {
-    format!("无法更新 {path} 的修改时间")
+pub fn cannot_write(path: &str) -> String {
+    format!("无法写入 {path}")
 }
 
 pub fn cannot_read(folder: &str) -> String {

@@ -13,6 +13,19 @@ pub fn chapter_start(id: ChapterId) -> String {
     }
 }
 
+/// The chapter's start commit `short` as a report names it: the end of
+/// the chapter before, or, when its learner code is not that end's
+/// (`previous_end`, the end's short id), both.
+pub fn start_commit(id: ChapterId, short: &str, previous_end: Option<&str>) -> String {
+    match previous_end {
+        None => format!("{}，提交 {short}", chapter_start(id)),
+        Some(end) => format!(
+            "提交 {short}（不是{}的提交 {end}：两者的学习者代码不一样）",
+            chapter_start(id)
+        ),
+    }
+}
+
 /// Where a practice folder starts: the chapter's start (rebuild), or its
 /// end (observe).
 pub fn practice_from(id: ChapterId, mode: Mode) -> String {
@@ -47,9 +60,10 @@ pub fn checkpoint_heading(id: ChapterId, title: &str, mode: Mode) -> String {
     format!("第 {id} 章 · {title}（{mode}）")
 }
 
-/// One of the chapter's two commits: what it is, its short and full id.
-pub fn checkpoint_commit(role: &str, what: &str, short: &str, full: &str) -> String {
-    format!("  {role}：{what}，提交 {short}\n        {full}")
+/// One of the chapter's two commits: what it is (with its short id) and
+/// its full id.
+pub fn checkpoint_commit(role: &str, what: &str, full: &str) -> String {
+    format!("  {role}：{what}\n        {full}")
 }
 
 pub const START: &str = "起点";
@@ -101,5 +115,11 @@ mod tests {
         assert_eq!(chapter_start(id("10")), "第 09 章的终点");
         assert_eq!(chapter_start(id("01")), "课程的初始代码");
         assert_eq!(practice_from(id("03"), Mode::Observe), "第 03 章的终点");
+        assert_eq!(
+            start_commit(id("03"), "abc", None),
+            "第 02 章的终点，提交 abc"
+        );
+        let both = start_commit(id("03"), "abc", Some("def"));
+        assert!(both.contains("abc") && both.contains("def"), "{both}");
     }
 }

@@ -1,100 +1,119 @@
-//! The help of the learner commands, in the course's language. clap renders
-//! help from `cli.rs`'s doc comments (English, for authors); for a learner
-//! command, [`translate_help`] puts the Chinese texts below in their place
-//! before the arguments are read, headings included.
+//! The help a learner reads, in the course's language. `cli.rs` names these
+//! texts in its attributes, so each flag's help is written once, here: the
+//! learner commands' and the top level's. [`for_learner`] lays the help out
+//! with Chinese headings and, in the top-level list, marks the author
+//! commands (whose own `--help` stays English, for authors) as theirs.
 
 use clap::{Arg, ArgAction, Command};
 
-/// What a learner command does, and the help of each of its arguments (by
-/// clap's argument id: the field name).
-struct Help {
-    command: &'static str,
-    about: &'static str,
-    args: &'static [(&'static str, &'static str)],
-}
+/// The top level: what the tool is.
+pub const ROOT: &str = "课程的检查点工具：找到一章、创建练习目录、检查进度、看提示、和参考答案对照";
+pub const CHECKPOINT: &str = "找到一章的起点和终点：本章改动哪些文件，怎样练习";
+pub const PRACTICE: &str =
+    "创建独立的练习目录：起点的代码、聚焦测试和 LEARNING.md；没有历史，没有答案";
+pub const CHECK: &str = "报告练习目录的进度：能不能编译，哪些步骤通过了，第一个失败的测试差在哪里";
+pub const HINT: &str = "一级一级显示某个步骤的提示：1 定位文件，2 函数签名，3 伪代码，4 局部代码";
+pub const COMPARE: &str = "本章在练习目录里完成之后：把你写的每个文件和参考答案（终点）对照";
 
-const ID: (&str, &str) = ("id", "章节编号，例如 03（或 3）");
-const LAB: (&str, &str) = ("dir", "练习目录");
-const TIMEOUT: (&str, &str) = ("secs", "一次运行最多多少秒；超时就结束它启动的整个进程树");
+pub const ID: &str = "章节编号，例如 03（或 3）";
+pub const LAB: &str = "练习目录";
+pub const NEW_LAB: &str = "要创建的文件夹：必须不存在，或者是空的";
+pub const JSON: &str = "以 JSON 输出，给工具读";
+pub const WATCH: &str = "每次保存后重新报告（轮询；Ctrl-C 停止）";
+pub const VERBOSE: &str = "同时显示 cargo 的完整输出";
+pub const STEP: &str = "步骤，例如 3.1（默认：本章的第一个步骤）";
+pub const LEVEL: &str = "显示到第几级提示（1 到 4）";
+pub const ANYWAY: &str = "本章还没完成也要对照";
+/// `--timeout`, which learner and author commands share: its learner text.
+const TIMEOUT: &str = "一次运行最多多少秒；超时就结束它启动的整个进程树";
 
-const LEARNER_HELP: [Help; 5] = [
-    Help {
-        command: "checkpoint",
-        about: "找到一章的起点和终点：本章改动哪些文件，怎样练习",
-        args: &[ID, ("json", "以 JSON 输出，给工具读")],
-    },
-    Help {
-        command: "practice",
-        about: "创建独立的练习目录：起点的代码、聚焦测试和 LEARNING.md；没有历史，没有答案",
-        args: &[ID, ("dir", "要创建的文件夹：必须不存在，或者是空的")],
-    },
-    Help {
-        command: "check",
-        about: "报告练习目录的进度：能不能编译，哪些步骤通过了，第一个失败的测试差在哪里",
-        args: &[
-            ID,
-            LAB,
-            ("watch", "每次保存后重新报告（轮询；Ctrl-C 停止）"),
-            ("verbose", "同时显示 cargo 的完整输出"),
-            ("json", "以 JSON 输出报告"),
-            TIMEOUT,
-        ],
-    },
-    Help {
-        command: "hint",
-        about: "一级一级显示某个步骤的提示：1 定位文件，2 函数签名，3 伪代码，4 局部代码",
-        args: &[
-            ID,
-            ("step", "步骤，例如 3.1（默认：本章的第一个步骤）"),
-            ("level", "显示到第几级提示（1 到 4）"),
-        ],
-    },
-    Help {
-        command: "compare",
-        about: "本章在练习目录里完成之后：把你写的每个文件和参考答案（终点）对照",
-        args: &[ID, LAB, ("anyway", "本章还没完成也要对照"), TIMEOUT],
-    },
+/// The author commands' entries in the top-level list, by name.
+const AUTHOR_ENTRIES: [(&str, &str); 4] = [
+    (
+        "list",
+        "（作者用）列出 checkpoints/ 里的每一章，以及能不能找到它",
+    ),
+    (
+        "verify",
+        "（作者用）证明检查点可信：起点红、终点绿、每个步骤的数目、每个故障都被抓到",
+    ),
+    ("bench", "（作者用）测量这套工具和用户会选的替代做法"),
+    ("recut", "（作者用）重新切出一章，并在上面重放后面的每一章"),
 ];
 
 /// How a learner command's help is laid out: clap's layout, Chinese headings.
-const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
+pub const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
 
-/// `command` with the learner subcommand `name`'s help in Chinese (any
-/// other name: unchanged).
-pub fn translate_help(command: Command, name: &str) -> Command {
-    let Some(help) = LEARNER_HELP.iter().find(|help| help.command == name) else {
-        return command;
-    };
-    command.mut_subcommand(name, |subcommand| {
-        let translated = help.args.iter().fold(subcommand, |subcommand, (id, text)| {
-            subcommand.mut_arg(*id, |arg| translated_arg(arg, text))
+/// The top-level help: the learner commands first (in `cli.rs`'s order),
+/// then the author commands, marked.
+const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
+    一个命令的参数：cargo xtask 命令 --help";
+
+/// `command` (the whole command line) as a learner reads it: Chinese
+/// headings and help flags, the author commands marked in the top-level
+/// list, a default value said in Chinese.
+pub fn for_learner(command: Command, is_learner: impl Fn(&str) -> bool) -> Command {
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|subcommand| subcommand.get_name().to_string())
+        .collect();
+    let mut command = command
+        .help_template(ROOT_TEMPLATE)
+        .subcommand_value_name("命令")
+        .disable_help_flag(true)
+        .arg(help_flag())
+        .disable_version_flag(true)
+        .arg(
+            Arg::new("version")
+                .short('V')
+                .long("version")
+                .action(ArgAction::Version)
+                .help("显示版本"),
+        );
+    for name in names.iter().filter(|name| is_learner(name)) {
+        command = command.mut_subcommand(name, |subcommand| {
+            let ids: Vec<String> = subcommand
+                .get_arguments()
+                .map(|arg| arg.get_id().to_string())
+                .collect();
+            let subcommand = ids.iter().fold(subcommand, |subcommand, id| {
+                subcommand.mut_arg(id, |arg| {
+                    let arg = if id == "secs" { arg.help(TIMEOUT) } else { arg };
+                    default_in_chinese(arg)
+                })
+            });
+            subcommand
+                .help_template(TEMPLATE)
+                .disable_help_flag(true)
+                .arg(help_flag())
         });
-        translated
-            .about(help.about)
-            .long_about(None)
-            .help_template(TEMPLATE)
-            .disable_help_flag(true)
-            .arg(
-                Arg::new("help")
-                    .short('h')
-                    .long("help")
-                    .action(ArgAction::Help)
-                    .help("显示这份说明"),
-            )
-    })
+    }
+    for (name, entry) in AUTHOR_ENTRIES {
+        command = command.mut_subcommand(name, |subcommand| subcommand.about(entry));
+    }
+    command
 }
 
-/// `arg` with the help `text`, its default value (if any) said in Chinese
-/// instead of clap's "[default: …]".
-fn translated_arg(arg: Arg, text: &str) -> Arg {
+fn help_flag() -> Arg {
+    Arg::new("help")
+        .short('h')
+        .long("help")
+        .action(ArgAction::Help)
+        .help("显示这份说明")
+}
+
+/// `arg` with its default value (if any) said in Chinese instead of
+/// clap's "[default: …]".
+fn default_in_chinese(arg: Arg) -> Arg {
     let defaults: Vec<String> = arg
         .get_default_values()
         .iter()
         .map(|value| value.to_string_lossy().into_owned())
         .collect();
     if defaults.is_empty() || !arg.get_action().takes_values() {
-        return arg.help(text.to_string());
+        return arg;
     }
+    let text = arg.get_help().map(ToString::to_string).unwrap_or_default();
     arg.help(format!("{text}（默认 {}）", defaults.join("、")))
         .hide_default_value(true)
 }
@@ -104,43 +123,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_learner_command_and_argument_is_translated() {
-        let mut command = crate::cli::command_for(crate::learner_text::Audience::Author, "");
-        command.build();
-        for help in &LEARNER_HELP {
-            let subcommand = command.find_subcommand(help.command).unwrap();
-            let ids: Vec<&str> = subcommand
-                .get_arguments()
-                .map(|arg| arg.get_id().as_str())
-                .filter(|id| *id != "help")
-                .collect();
-            let translated: Vec<&str> = help.args.iter().map(|(id, _)| *id).collect();
-            assert_eq!(ids, translated, "{}", help.command);
-        }
-    }
-
-    #[test]
-    fn a_learner_commands_help_is_chinese() {
-        for help in &LEARNER_HELP {
-            let mut command =
-                crate::cli::command_for(crate::learner_text::Audience::Learner, help.command);
-            command.build();
-            let rendered = command
-                .find_subcommand_mut(help.command)
-                .unwrap()
-                .render_help()
-                .to_string();
-            assert!(rendered.contains(help.about), "{rendered}");
-            for english in [
-                "Usage:",
-                "Options:",
-                "Arguments:",
-                "Print help",
-                "Chapter id",
-                "default",
-            ] {
-                assert!(!rendered.contains(english), "{english} in {rendered}");
-            }
-        }
+    fn every_author_command_has_its_entry() {
+        let command = crate::cli::command_for(crate::learner_text::Audience::Author);
+        let authors: Vec<&str> = command
+            .get_subcommands()
+            .map(|subcommand| subcommand.get_name())
+            .filter(|name| crate::cli::audience_of(name) == crate::learner_text::Audience::Author)
+            .collect();
+        let entries: Vec<&str> = AUTHOR_ENTRIES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(authors, entries);
     }
 }

@@ -41,11 +41,9 @@ pub fn not_a_lab(dir: &str, chapter: &str, labs: &[String]) -> String {
     )
 }
 
-pub fn focused_test_missing(test: &str, root: &str, target: &str, lab: &str) -> String {
-    format!(
-        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。把它恢复回来：\n    \
-         git -C '{root}' show {target}:{test} > '{lab}/{test}'"
-    )
+/// `restore` is the shell command that writes the target's copy back.
+pub fn focused_test_missing(test: &str, restore: &str) -> String {
+    format!("✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。把它恢复回来：\n    {restore}")
 }
 
 pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {

@@ -1,7 +1,7 @@
 //! `practice`'s sentences: the new folder, what it holds, the next steps,
 //! and the guide's header (where the lab's tools run).
 
-use super::{chapter_start, end_of, practice_from};
+use super::{end_of, practice_from, start_commit};
 use crate::locate::Checkpoint;
 use crate::manifest::{ChapterId, Manifest, Mode};
 
@@ -118,13 +118,20 @@ pub fn guide_with_header(
     };
     format!(
         "> 第 {id} 章 · {title}\n\
-         > 起点：{start}，提交 `{parent}`\n\
+         > 起点：{start}\n\
          > 终点：{end}，提交 `{target}`（先自己做完，再看它）\n\
          > 聚焦测试：`{test}`\n\
          {pointer}\n\n{guide}",
         title = manifest.title,
-        start = chapter_start(id),
-        parent = checkpoint.parent.short,
+        start = start_commit(
+            id,
+            &format!("`{}`", checkpoint.start.short),
+            checkpoint
+                .previous_end
+                .as_ref()
+                .map(|end| format!("`{}`", end.short))
+                .as_deref()
+        ),
         end = end_of(id),
         target = checkpoint.target.short,
         test = manifest.focused_test,

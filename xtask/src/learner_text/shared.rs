@@ -305,3 +305,148 @@ pub fn exclude_not_plain(path: &str) -> String {
         || format!("cannot exclude {path}: not a plain path below the work tree"),
     )
 }
+
+/// A child (`cargo`, `rustc`, `git`) failed because of the machine, not the
+/// input; `why` is [`child_killed`]'s or the line of its output that said so.
+pub fn child_environment_failure(command: &str, dir: &str, why: &str) -> String {
+    pick(
+        || {
+            format!(
+                "在 {dir} 里运行 `{command}` 失败，原因在这台机器上，不在你的代码里：{why}；腾出空间或改好权限后再试"
+            )
+        },
+        || format!("`{command}` in {dir} failed because of the machine, not the input: {why}"),
+    )
+}
+
+/// A child was ended by `signal` (its name, e.g. SIGKILL), which no user sent.
+pub fn child_killed(signal: &str) -> String {
+    pick(
+        || format!("它被信号 {signal} 结束了（内存不足、ulimit 之类的限制）"),
+        || format!("it was killed by {signal} (out of memory, a ulimit, …)"),
+    )
+}
+
+/// The program a manifest's `run` names is not installed.
+pub fn program_not_found(program: &str, manifest: &str) -> String {
+    pick(
+        || {
+            format!(
+                "找不到程序 `{program}`：它来自章节清单 {manifest} 的 `run`；请安装它，或告诉课程作者"
+            )
+        },
+        || {
+            format!(
+                "the program `{program}` was not found: it comes from the chapter manifest's `run`; install it or fix `run` in {manifest}"
+            )
+        },
+    )
+}
+
+/// A run could not start in `dir`; `why` says what was wrong.
+pub fn cannot_run(command: &str, dir: &str, why: &str) -> String {
+    pick(
+        || format!("无法在 {dir} 里运行 `{command}`：{why}"),
+        || format!("cannot run `{command}` in {dir}: {why}"),
+    )
+}
+
+/// The folder a run was to start in is gone.
+pub fn run_folder_gone(dir: &str) -> String {
+    pick(
+        || format!("文件夹 {dir} 不存在（或已经被删掉）"),
+        || format!("the folder {dir} does not exist (any more)"),
+    )
+}
+
+/// What `practice` was doing to a path of the practice folder when the
+/// operating system refused ([`practice_io`]).
+#[derive(Debug, Clone, Copy)]
+pub enum PracticeStep {
+    /// Resolving a folder on the way to DIR.
+    Resolve,
+    /// Looking at a folder on the way to DIR.
+    Inspect,
+    /// Creating a parent folder of DIR.
+    CreateParent,
+    /// Creating the staging folder beside DIR.
+    Staging,
+    /// Writing a file of the staging folder.
+    Write,
+    /// Reading DIR (to see that it is empty).
+    Read,
+    /// Moving the finished folder into place at DIR.
+    MoveIntoPlace,
+}
+
+/// `practice` could not do `step` at `path`; nothing half made is left.
+pub fn practice_io(step: PracticeStep, path: &str, error: &std::io::Error) -> String {
+    let looking = matches!(
+        step,
+        PracticeStep::Resolve | PracticeStep::Inspect | PracticeStep::Read
+    );
+    let full = matches!(
+        error.kind(),
+        std::io::ErrorKind::StorageFull
+            | std::io::ErrorKind::QuotaExceeded
+            | std::io::ErrorKind::FileTooLarge
+    );
+    pick(
+        || {
+            let doing = match step {
+                PracticeStep::Resolve | PracticeStep::Inspect => format!("查看 {path}"),
+                PracticeStep::CreateParent => format!("创建文件夹 {path}"),
+                PracticeStep::Staging => format!("在 {path} 里准备练习目录"),
+                PracticeStep::Write => format!("写入 {path}"),
+                PracticeStep::Read => format!("读取 {path}"),
+                PracticeStep::MoveIntoPlace => format!("把练习目录放到 {path}"),
+            };
+            let advice = if full {
+                "腾出磁盘空间后再试"
+            } else {
+                "换一个你能写入的位置再试"
+            };
+            let left = if looking {
+                "什么都没有改动"
+            } else {
+                "没有留下做了一半的东西"
+            };
+            format!("无法{doing}（{}）：{left}；{advice}", io_kind(error))
+        },
+        || {
+            let doing = match step {
+                PracticeStep::Resolve => format!("cannot resolve {path}"),
+                PracticeStep::Inspect => format!("cannot inspect {path}"),
+                PracticeStep::CreateParent => format!("cannot create {path}"),
+                PracticeStep::Staging => format!("cannot create a staging folder in {path}"),
+                PracticeStep::Write => format!("cannot write {path}"),
+                PracticeStep::Read => format!("cannot read {path}"),
+                PracticeStep::MoveIntoPlace => {
+                    format!("cannot move the practice folder into place at {path}")
+                }
+            };
+            let left = if looking {
+                "nothing was touched"
+            } else {
+                "nothing half made was left"
+            };
+            format!("{doing}: {error}; {left}")
+        },
+    )
+}
+
+/// DIR was created or filled while `practice` wrote its copy.
+pub fn dir_filled_meanwhile(dir: &str) -> String {
+    pick(
+        || {
+            format!(
+                "写的过程中 {dir} 被别的运行（或别的东西）先占了：这次的副本已经删掉，{dir} 保持原样；用那个文件夹，或者换一个新的"
+            )
+        },
+        || {
+            format!(
+                "another run created {dir} while this one was writing (or something else put files there): this run's copy was removed and {dir} was left as it is; use that folder or choose a new one"
+            )
+        },
+    )
+}

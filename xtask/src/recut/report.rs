@@ -82,24 +82,24 @@ pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
     outln!(
         "Re-cut on {shown_branch}, on top of {}:",
         describe(&find(branch.head)?)
-    )?;
+    );
     for id in &appended.commits {
-        outln!("  {}", describe(&find(*id)?))?;
+        outln!("  {}", describe(&find(*id)?));
     }
     for note in &appended.notes {
-        outln!("note: {note}")?;
+        outln!("note: {note}");
     }
     outln!(
         "The re-cut is complete: {AT_NEW} (tooling files and their index entries were left \
          as they were)."
-    )?;
+    );
     Ok(())
 }
 
 /// Runs `verify` on every chapter; its verdict is recut's.
 pub fn verify(repo: &CourseRepo) -> Result<()> {
-    outln!()?;
-    outln!("Verifying every chapter (skip this with --no-verify)…")?;
+    outln!();
+    outln!("Verifying every chapter (skip this with --no-verify)…");
     let options = verify::Options {
         ids: Vec::new(),
         timeout: DEFAULT_TIMEOUT,

@@ -75,6 +75,23 @@ impl Fixture {
         fixture
     }
 
+    /// [`Fixture::course`] with chapter 03 re-cut as `recut` does it: a
+    /// commit restoring chapter 03's start (`lib.rs` as `restored_lib`;
+    /// `pub mod stream;\n` is course(02)'s learner world again), then a new
+    /// `course(03):` on top.
+    pub fn course_recut_03(restored_lib: &str) -> Self {
+        let fixture = Fixture::course();
+        fs::remove_file(fixture.root().join("course/src/types.rs")).unwrap();
+        fs::remove_file(fixture.root().join("course/tests/message_ir.rs")).unwrap();
+        fixture.write("course/src/lib.rs", restored_lib);
+        fixture.commit("Restore chapter 03's starting point, to re-cut it");
+        fixture.write("course/src/lib.rs", "pub mod stream;\npub mod types;\n");
+        fixture.write("course/src/types.rs", "// chapter 03 answer, re-cut\n");
+        fixture.write("course/tests/message_ir.rs", "// focused 03\n");
+        fixture.commit("course(03): save one complete tool round-trip");
+        fixture
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
