@@ -61,20 +61,13 @@ pub fn install() {
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
         // SIGXFSZ (a write past `ulimit -f`) would end the process mid-write,
-        // leaving a lock or a half-written folder behind. With a handler that
-        // does nothing the write fails with EFBIG instead, an error like a
-        // full disk (exit 3), and cleanups run. A handler, not SIG_IGN: exec
-        // resets it, so a child keeps the default and its death by SIGXFSZ
-        // is seen ([`crate::runner`]).
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = ignore as extern "C" fn(c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+        // leaving a lock or a half-written folder behind. Ignored, the write
+        // fails with EFBIG instead, an error like a full disk (exit 3), and
+        // cleanups run. SIG_IGN survives exec, so the children (git, cargo,
+        // rustc) fail the same way and clean up their own locks.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
-
-extern "C" fn ignore(_: c_int) {}
 
 extern "C" fn handle(signal: c_int) {
     RECEIVED.store(signal, Ordering::SeqCst);
