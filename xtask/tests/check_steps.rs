@@ -82,6 +82,20 @@ fn the_wire_step_is_a_row_and_the_chapter_is_complete_only_when_it_passes() {
 }
 
 #[test]
+fn a_later_steps_file_that_does_not_compile_is_not_called_the_next_thing() {
+    let (fixture, lab) = chapter();
+    // The focused test's answer is there, the wire step's `wire` is not yet.
+    fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&[
+        "✓ 聚焦测试能编译，也运行了；✗ 后面某个步骤自己的测试文件还不能编译（1 个错误）",
+        "1.1 adds     1/1 ✓",
+    ]);
+    assert!(!run.stdout.contains("✗ 还不能编译"), "{}", run.stdout);
+}
+
+#[test]
 fn a_broken_wire_shape_is_red_with_its_first_deviation() {
     let (fixture, lab) = chapter();
     let target = fixture.rev("HEAD").to_string();

@@ -57,7 +57,10 @@ impl cli::Check {
         } else if position.compiled {
             outln!("{}", say::COMPILES);
         } else if !position.errors.is_empty() {
-            print_errors(&position.errors);
+            // The focused tests ran, so what does not compile is a later
+            // step's own test file: not the next thing to do.
+            let focused_ran = position.ran > 0;
+            print_errors(&position.errors, focused_ran);
         }
         print_steps(&position.steps);
         print_failure(position);
@@ -67,8 +70,12 @@ impl cli::Check {
 
 /// Each compile error under the teaching file where its fix goes, in
 /// rustc's own words.
-fn print_errors(errors: &[ErrorAt]) {
-    outln!("{}", say::does_not_compile(errors.len()));
+fn print_errors(errors: &[ErrorAt], focused_ran: bool) {
+    if focused_ran {
+        outln!("{}", say::step_files_do_not_compile(errors.len()));
+    } else {
+        outln!("{}", say::does_not_compile(errors.len()));
+    }
     for error in errors.iter().take(ERRORS_SHOWN) {
         let location = error.location.as_deref();
         let heading = match &error.teaching_file {

@@ -19,6 +19,13 @@ pub fn does_not_compile(errors: usize) -> String {
     format!("✗ 还不能编译（{errors} 个错误）")
 }
 
+pub fn step_files_do_not_compile(errors: usize) -> String {
+    format!(
+        "✓ 聚焦测试能编译，也运行了；✗ 后面某个步骤自己的测试文件还不能编译（{errors} 个错误）：\n  \
+         先按下面的步骤表做完眼前的步骤，做到那一步时再看这些错误"
+    )
+}
+
 pub fn timed_out(timeout: Duration) -> String {
     format!(
         "✗ 运行超过 {} 秒，已结束它的整个进程组：可能有测试陷入死循环，或在等一个永远不来的事件",
