@@ -6,11 +6,9 @@
 //! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
 //! survive) and checked before anything is written: an entry that could
 //! escape the folder (`..`, `.`, a `/` inside a name, `.git`) is refused.
-//! Every file and folder is created fresh (`create_new`, `create_dir`), so a
-//! crafted tree can never write through a symlink it planted earlier. Folders
-//! and links are made first; file contents follow, on two threads for large
-//! trees. SIGINT/SIGTERM stop the writing between two entries (the caller
-//! removes the half-written folder).
+//! Every file and folder is created fresh (`create_new`, `create_dir`), so
+//! nothing is written through a symlink. SIGINT/SIGTERM stop the writing
+//! between two entries (the caller removes the half-written folder).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -102,60 +100,8 @@ pub fn write_tree(
     skip: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Written> {
     let mut written = Written::default();
-    let mut files = Vec::new();
-    write_dir(
-        repo,
-        tree,
-        dest,
-        &mut Vec::new(),
-        skip,
-        &mut written,
-        &mut files,
-    )?;
-    written.files = files.len();
-    write_files(repo, files)?;
+    write_dir(repo, tree, dest, &mut Vec::new(), skip, &mut written)?;
     Ok(written)
-}
-
-/// A regular file to write once every folder exists.
-struct PendingFile {
-    path: PathBuf,
-    oid: Oid,
-    permissions: u32,
-    shown: String,
-}
-
-/// Below this many files one thread is faster than starting more.
-const PARALLEL_FROM: usize = 256;
-
-/// Writes the files, on two threads for large trees (each with its own
-/// handle on the object database); the first error wins.
-fn write_files(repo: &Repository, files: Vec<PendingFile>) -> Result<()> {
-    let write = |repo: &Repository, files: &[PendingFile]| -> Result<()> {
-        for file in files {
-            signals::check()?;
-            let content = read_blob(repo, file.oid, &file.shown)?;
-            write_new_file(&file.path, &content, file.permissions)?;
-        }
-        Ok(())
-    };
-    if files.len() < PARALLEL_FROM {
-        return write(repo, &files);
-    }
-    let (first, second) = files.split_at(files.len() / 2);
-    let git_dir = repo.path().to_path_buf();
-    std::thread::scope(|scope| {
-        let helper = scope.spawn(|| {
-            let repo = Repository::open(&git_dir)
-                .map_err(error::git("cannot open the repository again"))?;
-            write(&repo, second)
-        });
-        let mine = write(repo, first);
-        let theirs = helper
-            .join()
-            .unwrap_or_else(|_| Err(Error::bad_input("a writer thread panicked")));
-        mine.and(theirs)
-    })
 }
 
 fn write_dir(
@@ -165,7 +111,6 @@ fn write_dir(
     prefix: &mut Vec<u8>,
     skip: &dyn Fn(&[u8]) -> bool,
     written: &mut Written,
-    files: &mut Vec<PendingFile>,
 ) -> Result<()> {
     for entry in tree.iter() {
         signals::check()?;
@@ -179,61 +124,43 @@ fn write_dir(
         if !skip(prefix) {
             let path = dir.join(OsStr::from_bytes(name));
             let shown = String::from_utf8_lossy(prefix).into_owned();
+            let failed = error::io_said(|error| {
+                say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
+            });
             match entry.filemode() {
                 MODE_TREE => {
-                    fs::create_dir(&path).map_err(error::io_said(|error| {
-                        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
-                    }))?;
+                    fs::create_dir(&path).map_err(failed)?;
                     let subtree = repo
                         .find_tree(entry.id())
                         .map_err(error::git(format!("cannot read tree `{shown}`")))?;
-                    write_dir(repo, &subtree, &path, prefix, skip, written, files)?;
+                    write_dir(repo, &subtree, &path, prefix, skip, written)?;
                 }
                 MODE_GITLINK => {
-                    fs::create_dir(&path).map_err(error::io_said(|error| {
-                        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
-                    }))?;
+                    fs::create_dir(&path).map_err(failed)?;
                     written.submodules.push(shown);
                 }
                 MODE_SYMLINK => {
                     let target = read_blob(repo, entry.id(), &shown)?;
-                    symlink(OsStr::from_bytes(&target), &path).map_err(error::io_said(
-                        |error| {
-                            say::practice_io(
-                                PracticeStep::Write,
-                                &path.display().to_string(),
-                                error,
-                            )
-                        },
-                    ))?;
+                    symlink(OsStr::from_bytes(&target), &path).map_err(failed)?;
                     written.symlinks += 1;
                 }
-                mode => files.push(PendingFile {
-                    path,
-                    oid: entry.id(),
-                    permissions: permissions_for(mode),
-                    shown,
-                }),
+                mode => {
+                    let content = read_blob(repo, entry.id(), &shown)?;
+                    // `create_new`: never through anything already there.
+                    OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(permissions_for(mode))
+                        .open(&path)
+                        .and_then(|mut file| file.write_all(&content))
+                        .map_err(failed)?;
+                    written.files += 1;
+                }
             }
         }
         prefix.truncate(len);
     }
     Ok(())
-}
-
-/// Creates `path`, failing if anything (even a symlink) is already there.
-fn write_new_file(path: &Path, content: &[u8], permissions: u32) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(permissions)
-        .open(path)
-        .map_err(error::io_said(|error| {
-            say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
-        }))?;
-    file.write_all(content).map_err(error::io_said(|error| {
-        say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
-    }))
 }
 
 fn check_name(name: &[u8], path: &[u8]) -> Result<()> {
