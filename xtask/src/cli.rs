@@ -244,10 +244,6 @@ impl Check {
 /// What `bench` measures, by the names `--only` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
-    /// `practice` against `git archive | tar -x`.
-    Practice,
-    /// `checkpoint` against `git log | grep`.
-    Locate,
     /// The course crate's stream against `std::sync::mpsc`.
     Stream,
     /// The course crate's system replay against a bare loop.

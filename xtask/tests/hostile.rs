@@ -435,7 +435,7 @@ fn benchs_release_rerun_shows_cargos_output() {
     let cargo = fake_cargo(fixture.dir.path(), true);
     let mut child = common::spawn_xtask_with_env(
         fixture.root(),
-        &["bench", "--only", "locate"],
+        &["bench", "--only", "json"],
         &[("CARGO", &cargo)],
         Stdio::piped(),
     );
@@ -447,7 +447,7 @@ fn benchs_release_rerun_shows_cargos_output() {
     no_panic(&stderr);
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(
-        stdout.contains("fake cargo: run --quiet --release --manifest-path xtask/Cargo.toml -- bench --only locate"),
+        stdout.contains("fake cargo: run --quiet --release --manifest-path xtask/Cargo.toml -- bench --only json"),
         "{stdout}"
     );
     assert!(stderr.contains("fake cargo on stderr"), "{stderr}");
@@ -469,7 +469,7 @@ fn a_signal_during_benchs_release_rerun_leaves_no_process_behind() {
         let cargo = fake_cargo(folder, false);
         let mut child = common::spawn_xtask_with_env(
             fixture.root(),
-            &["bench", "--only", "locate"],
+            &["bench", "--only", "json"],
             &[("CARGO", &cargo)],
             Stdio::null(),
         );

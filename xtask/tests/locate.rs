@@ -359,7 +359,7 @@ fn a_repository_owned_by_another_user_says_how_to_trust_it() {
 fn bad_flags_are_refused_before_any_work() {
     let fixture = Fixture::course();
     let bench = fixture.xtask(&["bench", "--only", "nope"]);
-    bench.fails_with(2, &["invalid value 'nope'", "practice, locate"]);
+    bench.fails_with(2, &["invalid value 'nope'", "stream, replay"]);
     assert!(
         !bench.stderr.contains("release"),
         "nothing was built: {}",

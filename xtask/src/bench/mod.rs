@@ -3,7 +3,6 @@
 //! never asserted; each is the median of repeated runs with its spread.
 
 mod course_rows;
-mod git_ops;
 mod learner;
 mod stats;
 
@@ -34,32 +33,6 @@ pub struct Row {
     pub met: Option<bool>,
 }
 
-impl Row {
-    /// A row timed against a baseline, held to `ours / baseline ≤ limit`
-    /// when `limit` is given (it is described by `target`), else reported.
-    fn timed_against(
-        workload: &str,
-        size: String,
-        ours: Figure,
-        baseline: Figure,
-        limit: Option<(f64, &str)>,
-    ) -> Row {
-        let ratio = ours.ratio(&baseline);
-        Row {
-            workload: workload.to_string(),
-            size,
-            ours,
-            baseline: Some(baseline),
-            ratio: Some(ratio),
-            target: limit.map_or_else(
-                || "(reported)".to_string(),
-                |(_, target)| target.to_string(),
-            ),
-            met: limit.map(|(limit, _)| ratio <= limit),
-        }
-    }
-}
-
 impl cli::Bench {
     /// Runs the command. A debug build re-runs itself in release first.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
@@ -68,7 +41,6 @@ impl cli::Bench {
             return rerun_in_release(repo);
         }
         let quick = options.quick;
-        let repeats = if quick { 3 } else { 5 };
         let mut rows = Vec::new();
         for workload in Workload::value_variants() {
             if !options.only.is_empty() && !options.only.contains(workload) {
@@ -76,8 +48,6 @@ impl cli::Bench {
             }
             let name = workload.name();
             let result = match workload {
-                Workload::Practice => git_ops::practice(quick, repeats),
-                Workload::Locate => git_ops::locate(quick, repeats),
                 Workload::Stream | Workload::Replay | Workload::Json => {
                     course_rows::run(repo, &name, quick)
                 }

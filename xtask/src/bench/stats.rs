@@ -1,12 +1,6 @@
 //! Repeated measurements reduced to a median and a spread.
 
 use std::fmt;
-use std::time::Duration;
-
-/// A duration in milliseconds, the unit of most rows.
-pub fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
 
 use serde::{Deserialize, Serialize};
 
