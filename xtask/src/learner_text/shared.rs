@@ -1,6 +1,8 @@
 //! Errors raised in shared code that a learner command can meet, in both
 //! languages: [`pick`] chooses by the audience `main` set. The English text
-//! is what authors read (and what the author commands print).
+//! is what authors read (and what the author commands print). The refusals
+//! of `practice`'s DIR and exclude file are Chinese only: only a learner runs
+//! `practice`.
 
 use crate::manifest::ChapterId;
 use crate::safe_fs::{Reason, Refusal};
@@ -159,73 +161,27 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
 /// DIR of `practice` is not empty. `destination.rs` raises it, and the
 /// refusals below.
 pub fn dir_not_empty(dir: &str) -> String {
-    pick(
-        || {
-            format!(
-                "{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"
-            )
-        },
-        || {
-            format!(
-                "{dir} exists and is not empty: choose a new folder (existing work is never overwritten); nothing was touched"
-            )
-        },
+    format!(
+        "{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"
     )
 }
 
 pub fn dir_not_a_folder(dir: &str) -> String {
-    pick(
-        || format!("{dir} 已经存在，而且不是文件夹：换一个新的文件夹名；什么都没有改动"),
-        || {
-            format!(
-                "{dir} exists and is not a folder: choose a new folder name; nothing was touched"
-            )
-        },
-    )
+    format!("{dir} 已经存在，而且不是文件夹：换一个新的文件夹名；什么都没有改动")
 }
 
 pub fn dir_in_git(dir: &str) -> String {
-    pick(
-        || {
-            format!(
-                "{dir} 在 .git 文件夹里，那是 git 存自己数据的地方：换一个 .git 之外的文件夹（例如 `lab`）；什么都没有改动"
-            )
-        },
-        || {
-            format!(
-                "{dir} is inside a .git folder, where git keeps its own data: \
-                 choose a folder outside .git (e.g. `lab`); nothing was touched"
-            )
-        },
+    format!(
+        "{dir} 在 .git 文件夹里，那是 git 存自己数据的地方：换一个 .git 之外的文件夹（例如 `lab`）；什么都没有改动"
     )
 }
 
 pub fn dir_is_current(dir: &str) -> String {
-    pick(
-        || format!("{dir} 就是当前目录：换一个新文件夹来练习（例如 `lab`）；什么都没有改动"),
-        || {
-            format!(
-                "{dir} is the current folder: practise in a new folder instead \
-                 (e.g. `lab`); nothing was touched"
-            )
-        },
-    )
+    format!("{dir} 就是当前目录：换一个新文件夹来练习（例如 `lab`）；什么都没有改动")
 }
 
 pub fn dir_is_repository(dir: &str) -> String {
-    pick(
-        || {
-            format!(
-                "{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动"
-            )
-        },
-        || {
-            format!(
-                "{dir} is the course repository or a folder containing it: \
-                 choose a new folder (e.g. `lab`); nothing was touched"
-            )
-        },
-    )
+    format!("{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动")
 }
 
 /// The base tree puts a symlink on the way to a file the lab adds. `lab.rs`
@@ -267,43 +223,19 @@ pub fn lab_cannot_add(file: &str, base: &str, why: &str) -> String {
 /// The exclude file `practice` adds the folder to cannot be read or
 /// written. `exclude.rs` raises it.
 pub fn exclude_unusable(path: &str, why: &str) -> String {
-    pick(
-        || {
-            format!(
-                "没法把练习目录写进 {path}，让 git 忽略它（{why}）：修好它再运行；什么都没有改动"
-            )
-        },
-        || {
-            format!(
-                "cannot add the practice folder to {path} to keep it out of git ({why}): \
-                 fix it and run again; nothing was touched"
-            )
-        },
-    )
+    format!("没法把练习目录写进 {path}，让 git 忽略它（{why}）：修好它再运行；什么都没有改动")
 }
 
 /// A practice folder whose name no exclude pattern can express.
 pub fn exclude_newline(name: &str) -> String {
-    pick(
-        || {
-            format!(
-                "文件夹名 {name:?} 里有换行符，git 的排除规则写不出这样的名字：换一个不带换行的名字；什么都没有改动"
-            )
-        },
-        || {
-            format!(
-                "the folder name {name:?} contains a newline, which no git exclude pattern can express: choose a name without one; nothing was touched"
-            )
-        },
+    format!(
+        "文件夹名 {name:?} 里有换行符，git 的排除规则写不出这样的名字：换一个不带换行的名字；什么都没有改动"
     )
 }
 
 /// A practice folder that is not a plain path below the work tree.
 pub fn exclude_not_plain(path: &str) -> String {
-    pick(
-        || format!("没法把 {path} 排除在 git 之外：它不是工作区下面的普通路径"),
-        || format!("cannot exclude {path}: not a plain path below the work tree"),
-    )
+    format!("没法把 {path} 排除在 git 之外：它不是工作区下面的普通路径")
 }
 
 /// A child (`cargo`, `rustc`, `git`) failed because of the machine, not the
@@ -437,16 +369,7 @@ pub fn practice_io(step: PracticeStep, path: &str, error: &std::io::Error) -> St
 
 /// DIR was created or filled while `practice` wrote its copy.
 pub fn dir_filled_meanwhile(dir: &str) -> String {
-    pick(
-        || {
-            format!(
-                "写的过程中 {dir} 被别的运行（或别的东西）先占了：这次的副本已经删掉，{dir} 保持原样；用那个文件夹，或者换一个新的"
-            )
-        },
-        || {
-            format!(
-                "another run created {dir} while this one was writing (or something else put files there): this run's copy was removed and {dir} was left as it is; use that folder or choose a new one"
-            )
-        },
+    format!(
+        "写的过程中 {dir} 被别的运行（或别的东西）先占了：这次的副本已经删掉，{dir} 保持原样；用那个文件夹，或者换一个新的"
     )
 }
