@@ -54,8 +54,6 @@ pub struct CompileError {
     pub message: String,
     /// `path:line:column` as cargo prints it, relative to the workspace.
     pub location: Option<String>,
-    /// rustc's `help:` suggestions for this error, e.g. a similar name.
-    pub help: Vec<String>,
     /// rustc's own text for the error (JSON runs only), shown intact.
     pub rendered: String,
     /// The files the diagnostic points at, most telling first: its primary
@@ -72,11 +70,6 @@ pub struct Failure {
 }
 
 impl Report {
-    /// The first compiler error, if it did not compile.
-    pub fn first_error(&self) -> Option<&CompileError> {
-        self.errors.first()
-    }
-
     /// How many tests whose name contains `filter` passed, and how many ran.
     pub fn count(&self, filter: &str) -> (usize, usize) {
         let passed = self
@@ -105,18 +98,17 @@ pub fn short_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
 }
 
-/// Parses the combined output of `cargo test` (stderr then stdout).
+/// Parses the combined output of `cargo test` (stderr then stdout): whether
+/// it compiled and libtest's results. Only a JSON run ([`parse_cargo`])
+/// names its compile errors.
 pub fn parse(output: &str) -> Report {
+    let lines: Vec<&str> = output.lines().collect();
     let mut report = Report {
-        compiled: !output
-            .lines()
+        compiled: !lines
+            .iter()
             .any(|line| line.starts_with("error: could not compile")),
         ..Report::default()
     };
-    let lines: Vec<&str> = output.lines().collect();
-    if !report.compiled {
-        report.errors = compile_errors(&lines);
-    }
     read_tests(&lines, &mut report);
     report
 }
@@ -238,7 +230,6 @@ impl Diagnostic {
         CompileError {
             message: self.message,
             location,
-            help: Vec::new(),
             rendered: self.rendered.unwrap_or_default(),
             files,
         }
@@ -284,72 +275,6 @@ fn read_tests(lines: &[&str], report: &mut Report) {
             Failure { name, message }
         })
         .collect();
-}
-
-/// The compiler errors, each once (cargo repeats an error when it compiles
-/// a file for several targets), with their `help:` lines.
-fn compile_errors(lines: &[&str]) -> Vec<CompileError> {
-    let is_error = |line: &str| {
-        line.starts_with("error[")
-            || (line.starts_with("error: ") && !line.starts_with("error: could not compile"))
-    };
-    let mut errors: Vec<CompileError> = Vec::new();
-    for (start, line) in lines.iter().enumerate().filter(|(_, line)| is_error(line)) {
-        let message = line
-            .split_once(": ")
-            .map_or(*line, |(_, message)| message)
-            .to_string();
-        let block: Vec<&str> = lines[start + 1..]
-            .iter()
-            .take_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
-            .copied()
-            .collect();
-        let location = block
-            .iter()
-            .find_map(|line| line.trim_start().strip_prefix("--> "))
-            .map(str::to_string);
-        let help = block
-            .iter()
-            .enumerate()
-            .filter_map(|(at, line)| {
-                let (_, help) = line.split_once("help: ")?;
-                Some(match suggested_code(&block[at + 1..]) {
-                    Some(code) => format!("{help}: `{code}`"),
-                    None => help.to_string(),
-                })
-            })
-            .collect();
-        let error = CompileError {
-            files: location
-                .as_deref()
-                .and_then(|location| location.split(':').next())
-                .map(str::to_string)
-                .into_iter()
-                .collect(),
-            message,
-            location,
-            help,
-            rendered: String::new(),
-        };
-        if !errors.contains(&error) {
-            errors.push(error);
-        }
-    }
-    errors
-}
-
-/// The first source line of the snippet that follows a `help:` line (rustc
-/// shows its suggested fix there), e.g. `add(x, x)`.
-fn suggested_code(after: &[&str]) -> Option<String> {
-    after
-        .iter()
-        .take_while(|line| !line.trim().is_empty() && !line.contains("help: "))
-        .find_map(|line| {
-            let (number, code) = line.split_once(" |")?;
-            let numbered =
-                !number.trim().is_empty() && number.trim().bytes().all(|b| b.is_ascii_digit());
-            numbered.then(|| code.trim().to_string())
-        })
 }
 
 /// The panic messages printed in the `---- NAME stdout ----` section, every
@@ -516,7 +441,7 @@ failures:
     }
 
     #[test]
-    fn reads_the_first_compile_error_and_its_file() {
+    fn a_build_that_did_not_compile_ran_no_test() {
         let output = "\
    Compiling course v0.1.0 (/lab/course)
 error[E0432]: unresolved import `course::types`
@@ -552,26 +477,6 @@ error: could not compile `course` (test \"message_ir\") due to 2 previous errors
 ";
         let report = parse(output);
         assert!(!report.compiled);
-        let error = report.first_error().unwrap();
-        assert_eq!(error.message, "unresolved import `course::types`");
-        assert_eq!(
-            error.location.as_deref(),
-            Some("course/tests/message_ir.rs:12:13")
-        );
-        assert_eq!(error.files, ["course/tests/message_ir.rs"]);
-        assert_eq!(report.errors.len(), 4, "the repeated error is shown once");
-        assert_eq!(
-            report.errors[3].help,
-            ["a function with a similar name exists: `add(x, x)`"]
-        );
-        assert_eq!(
-            report.errors[1].location.as_deref(),
-            Some("course/tests/message_ir.rs:11:5")
-        );
-        assert_eq!(
-            report.errors[2].help,
-            ["a struct with a similar name exists: `Usage`"]
-        );
         assert!(!report.ran);
         assert!(report.passed.is_empty() && report.failed.is_empty());
     }

@@ -483,7 +483,6 @@ mod tests {
         CompileError {
             message: message.to_string(),
             location: None,
-            help: Vec::new(),
             rendered: String::new(),
             files: files.iter().map(|file| file.to_string()).collect(),
         }

@@ -154,19 +154,12 @@ impl<'a> Work<'a> {
             .cloned()
             .collect::<Vec<_>>()
             .join(" ");
-        Err(Error::check_failed(
-            match (report.first_error(), report.failed.first()) {
-                (Some(error), _) => format!(
-                    "`{shown}` does not compile: {} at {}",
-                    error.message,
-                    error.location.as_deref().unwrap_or("?")
-                ),
-                (None, Some(failure)) => {
-                    format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
-                }
-                (None, None) => format!("`{shown}` failed:\n{}", tail(&run.output)),
-            },
-        ))
+        Err(Error::check_failed(match report.failed.first() {
+            Some(failure) if report.compiled => {
+                format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
+            }
+            _ => format!("`{shown}` failed:\n{}", tail(&run.output)),
+        }))
     }
 }
 
