@@ -74,8 +74,7 @@ pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
     let text = chapter
         .read_text(&path)?
         .ok_or_else(|| Error::bad_input(say::hints_missing(&shown)))?;
-    parse(&text)
-        .map_err(|(line, problem)| Error::bad_input(say::hints_malformed(&shown, line, &problem)))
+    parse(&text).map_err(|(line, _)| Error::bad_input(say::hints_malformed(&shown, line)))
 }
 
 /// Parses the hints format; errors carry a 1-based line number.

@@ -1,7 +1,5 @@
 //! `hint`'s sentences: the ladder's rungs, the way to the next one, and a
-//! missing or malformed hints file (which authors read in English).
-
-use super::pick;
+//! missing or malformed hints file.
 
 /// The rung names of the hint ladder, level 1 to 4.
 pub const HINT_LEVELS: [&str; 4] = ["定位文件", "函数签名", "伪代码", "局部代码"];
@@ -36,16 +34,10 @@ pub fn no_such_step(chapter: &str, step: &str, known: &[&str]) -> String {
 }
 
 pub fn hints_missing(path: &str) -> String {
-    pick(
-        || format!("课程仓库里没有 {path}：这一章还没有提示，请告诉课程作者"),
-        || format!("{path} does not exist: author the chapter's hints there"),
-    )
+    format!("课程仓库里没有 {path}：这一章还没有提示，请告诉课程作者")
 }
 
-/// A hints file that does not parse; `problem` is the parser's (authors only).
-pub fn hints_malformed(path: &str, line: usize, problem: &str) -> String {
-    pick(
-        || format!("课程仓库的 {path} 第 {line} 行格式不对：这是课程作者的文件，请告诉课程作者"),
-        || format!("{path}:{line}: {problem}"),
-    )
+/// A hints file that does not parse (the parser's words are English: not shown).
+pub fn hints_malformed(path: &str, line: usize) -> String {
+    format!("课程仓库的 {path} 第 {line} 行格式不对：这是课程作者的文件，请告诉课程作者")
 }
