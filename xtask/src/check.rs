@@ -20,12 +20,8 @@
 //! - a run in which no test ran is red, whatever `expectedTests` says;
 //! - the exit status is the verdict even when stdout is closed.
 //!
-//! Compile errors come from cargo's JSON messages
-//! ([`crate::libtest::parse_cargo`]): each is shown as rustc rendered it,
-//! under the teaching file where the fix goes — the first teaching file
-//! among its primary span, its other spans and its notes' spans; else the
-//! module the focused test imports the named item from; else, for a name
-//! the test cannot find, the crate root ([`trace`]).
+//! Compile errors come from cargo's JSON messages, each shown as rustc
+//! rendered it, under the teaching file where the fix goes ([`trace`]).
 //!
 //! This module owns the command's flow (once, or again after every edit)
 //! and the position it reports. Finding the lab is [`crate::lab_dir`]; whether its
