@@ -2,14 +2,11 @@
 //!
 //! The lock is an OS lock (`flock`) on `target/xtask-verify/lock`: the OS
 //! releases it when its holder dies, even by SIGKILL, so a stale lock file
-//! (whatever pid it records) never stops the next run. The file records the
-//! holder's pid, only to name it to a second run. It is opened without
-//! following a symlink; anything but a regular file there is refused
-//! (exit 2).
+//! never stops the next run. It is opened without following a symlink;
+//! anything but a regular file there is refused (exit 2).
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::error::{self, Error, Result};
@@ -22,31 +19,21 @@ pub struct Lock {
     _file: File,
 }
 
-/// Takes the lock of the work folder `work`, recording this process's pid.
+/// Takes the lock of the work folder `work`.
 pub fn take(work: &Path) -> Result<Lock> {
     let path = work.join(LOCK_FILE);
-    let mut file = open_regular(&path)?;
+    let file = open_regular(&path)?;
     match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let holder = recorded_pid(&mut file)
-                .map(|pid| format!(" (pid {pid})"))
-                .unwrap_or_default();
-            return Err(Error::bad_input(format!(
-                "another `cargo xtask verify`{holder} is running in this repository (it holds {}): \
-                 wait for it to finish, then run verify again",
-                path.display()
-            )));
-        }
+        Ok(()) => Ok(Lock { _file: file }),
+        Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
+            "another `cargo xtask verify` is running in this repository (it holds {}): \
+             wait for it to finish, then run verify again",
+            path.display()
+        ))),
         Err(TryLockError::Error(error)) => {
-            return Err(error::io(format!("cannot lock {}", path.display()))(error));
+            Err(error::io(format!("cannot lock {}", path.display()))(error))
         }
     }
-    let pid = format!("{}\n", std::process::id());
-    file.set_len(0)
-        .and_then(|()| file.write_all_at(pid.as_bytes(), 0))
-        .map_err(error::io(format!("cannot write {}", path.display())))?;
-    Ok(Lock { _file: file })
 }
 
 /// Opens (or creates) the regular file `path` for reading and writing,
@@ -83,32 +70,18 @@ fn open_regular(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// The pid a lock file records, if it holds one.
-fn recorded_pid(file: &mut File) -> Option<u32> {
-    let mut text = String::new();
-    file.take(32).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_stale_lock_file_with_a_dead_pid_is_taken_and_records_the_new_holder() {
+    fn a_stale_lock_file_is_taken_and_a_held_one_refused() {
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join(LOCK_FILE), "999999999\n").unwrap();
         let lock = take(work.path()).unwrap();
-        let recorded = std::fs::read_to_string(work.path().join(LOCK_FILE)).unwrap();
-        assert_eq!(recorded, format!("{}\n", std::process::id()));
         let refused = take(work.path()).map(|_| ()).unwrap_err();
         assert_eq!(refused.exit_code(), 2);
-        assert!(
-            refused
-                .to_string()
-                .contains(&format!("(pid {})", std::process::id())),
-            "{refused}"
-        );
+        assert!(refused.to_string().contains("another"), "{refused}");
         drop(lock);
         assert!(take(work.path()).is_ok());
     }
