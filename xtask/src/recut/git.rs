@@ -1,4 +1,4 @@
-//! The git binary recut builds on (SPEC §5): `git` on PATH, 2.38 or newer
+//! The git binary recut builds on: `git` on PATH, 2.38 or newer
 //! (`merge-tree --write-tree`). Every call runs in the work tree's root
 //! with its output captured: a failure becomes one error naming the command
 //! and git's own words, exit 3 when the machine failed it (disk,

@@ -1,5 +1,5 @@
 //! `recut NN`: re-cuts chapter NN from the work tree's learner world and
-//! replays every later chapter on top (SPEC §4, §5; what it appends is in
+//! replays every later chapter on top (what it appends is in
 //! checkpoints/AUTHORING.md, "Re-cutting a chapter", and [`plan`]).
 //!
 //! It is built on git's plumbing ([`git`]), so git's own rules for sparse

@@ -1,5 +1,6 @@
-//! `verify [NN…]`: proves every checkpoint honest (SPEC §5), each proof in a
-//! folder of its own written fresh from git objects under `target/xtask-verify/`.
+//! `verify [NN…]`: proves every checkpoint honest (README, "The main job and
+//! the tests"), each proof in a folder of its own written fresh from git
+//! objects under `target/xtask-verify/`.
 //!
 //! This module is the API: [`Options`] in, [`Report`] out ([`run`]), called
 //! by the CLI (`impl cli::Verify`) and by `recut`; it reads the chapters to
