@@ -1,6 +1,6 @@
 //! `recut NN`: re-cutting chapters by appending commits, on fixture courses,
 //! and what a re-cut leaves when something goes wrong: one line saying
-//! where things are, and nothing lost (SPEC §5). recut runs the `git` on
+//! where things are, and nothing lost (AUTHORING.md, "Re-cutting a chapter"). recut runs the `git` on
 //! PATH; every run hides git's global configuration (HOME points into the
 //! fixture), so the author's identity is the fixture's own
 //! (`set_identity`) and nothing of the caller's environment counts.
