@@ -11,12 +11,6 @@
 //! - the test files the lab got from the target (the focused test, a step's
 //!   own test file) must still be the target's, byte for byte: a changed or
 //!   missing one is reported with the command that restores it;
-//! - the lab builds the way its base does (the base tree with the target's
-//!   `labFiles` over it): its `Cargo.toml` files are the base's, and it
-//!   holds no `.cargo/`, `build.rs` or toolchain file the base lacks
-//!   ([`build_config`]); else the run proves nothing. What the learner's
-//!   machine sets up above the lab (cargo's home config, a rustc wrapper, a
-//!   runner) is theirs, outside the threat model, and never read;
 //! - a run in which no test ran is red, whatever `expectedTests` says;
 //! - the exit status is the verdict even when stdout is closed.
 //!
@@ -29,7 +23,6 @@
 //! [`run`]; the position from their reports, [`judge`]; printing it,
 //! [`report`].
 
-mod build_config;
 mod judge;
 mod report;
 mod run;
@@ -68,9 +61,6 @@ pub struct Position {
     /// False when the target's test files could not be read (no history):
     /// the lab's tests cannot be trusted, so the chapter is not complete.
     tests_verified: bool,
-    /// The lab's build configuration that is not its base's (a changed
-    /// `Cargo.toml`, an added `.cargo/`, …): the run proves nothing.
-    changed_build_config: Vec<build_config::ChangedConfig>,
     /// True when the tests compiled and ran.
     compiled: bool,
     timed_out: bool,
@@ -222,7 +212,6 @@ pub fn position(
     let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
     position.changed_tests = changed;
     position.tests_verified = verified;
-    position.changed_build_config = build_config::changed_build_config(repo, manifest, lab)?;
     if !position.focused_test_present {
         position.output = tests_intact::restore_hint(repo, manifest, lab);
         return Ok(position);

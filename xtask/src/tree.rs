@@ -205,15 +205,6 @@ pub fn file_at(repo: &Repository, tree: &Tree<'_>, path: &str) -> Result<Option<
     read_blob(repo, entry.id(), path).map(Some)
 }
 
-/// The blob (file or symlink) at `path` in `tree`, if there is one.
-pub fn blob_at(tree: &Tree<'_>, path: &str) -> Option<Blob> {
-    let entry = tree.get_path(Path::new(path)).ok()?;
-    (entry.kind() == Some(ObjectType::Blob)).then(|| Blob {
-        oid: entry.id(),
-        mode: entry.filemode(),
-    })
-}
-
 /// Every blob of `tree` (files and symlinks) by path, leaving out what `skip` accepts.
 pub fn list_tree(
     repo: &Repository,

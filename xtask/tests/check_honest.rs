@@ -5,6 +5,7 @@
 mod common;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -285,4 +286,87 @@ fn a_deleted_focused_test_comes_back_with_the_printed_command() {
         fs::read_to_string(lab.join("course/tests/focused.rs")).unwrap(),
         common::FOCUSED
     );
+}
+
+#[test]
+fn failing_tests_that_ran_are_not_called_tests_that_never_ran() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    // Both focused tests fail.
+    lab(&fixture, &wrong().replace("a + b", "a - b"));
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    run.prints(&["第一个失败的测试"]);
+    assert!(
+        !run.stdout.contains("没有一个聚焦测试真正运行"),
+        "two tests ran and failed:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_step_id_with_trailing_spaces_is_shown_quoted() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["steps"][0]["id"] = "2.1  ".into();
+    });
+    lab(&fixture, ANSWER);
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    run.prints(&["  \"2.1  \" "]);
+}
+
+/// A pass-through rustc wrapper (what sccache is to cargo) that leaves a
+/// line in `log` each time cargo calls it.
+fn pass_through_wrapper(fixture: &Fixture, log: &Path) -> PathBuf {
+    let wrapper = fixture.dir.path().join("pass-through.sh");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho called >> '{}'\nexec \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+/// The learner's machine setup is theirs (the threat model): a rustc
+/// wrapper in the environment or in cargo's home config never keeps a
+/// solved lab from complete, and the wrapper is really used.
+#[test]
+fn a_rustc_wrapper_from_the_environment_or_cargos_home_never_blocks_complete() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    lab(&fixture, ANSWER);
+    let log = fixture.dir.path().join("wrapper.log");
+    let wrapper = pass_through_wrapper(&fixture, &log);
+
+    let run = common::xtask_with_env(
+        fixture.root(),
+        &["check", "01", "lab"],
+        &[("RUSTC_WRAPPER", wrapper.as_path())],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.prints(&["第 01 章完成"]);
+    assert!(log.is_file(), "cargo ran the wrapper from the environment");
+
+    // sccache's usual setup: `build.rustc-wrapper` in cargo's home config.
+    // The course has no dependencies, so an empty cargo home serves.
+    fs::remove_file(&log).unwrap();
+    let home = fixture.dir.path().join("cargo-home");
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        home.join("config.toml"),
+        format!(
+            "[build]\nrustc-wrapper = {:?}\n",
+            wrapper.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = common::xtask_with_env(
+        fixture.root(),
+        &["check", "01", "lab"],
+        &[("CARGO_HOME", home.as_path())],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run.prints(&["第 01 章完成"]);
+    assert!(log.is_file(), "cargo ran the wrapper from its home config");
 }

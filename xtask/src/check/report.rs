@@ -2,7 +2,6 @@
 //! compile errors as rustc rendered them, the step rows, the first failing
 //! test with where its sides first differ, and what to do next.
 
-use super::build_config::Change;
 use super::{ErrorAt, Position, StepStatus};
 use crate::cli;
 use crate::learner_text as say;
@@ -37,15 +36,6 @@ impl cli::Check {
                 say::test_gone(&changed.path, &changed.restore)
             } else {
                 say::test_changed(&changed.path, &changed.restore)
-            };
-            outln!("{line}");
-        }
-        for changed in &position.changed_build_config {
-            let (path, restore) = (&changed.path, &changed.restore);
-            let line = match changed.change {
-                Change::Changed => say::build_config_changed(path, restore),
-                Change::Missing => say::build_config_gone(path, restore),
-                Change::Added => say::build_config_added(path, restore),
             };
             outln!("{line}");
         }

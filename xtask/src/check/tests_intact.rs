@@ -54,23 +54,19 @@ pub(super) fn changed_tests(
 
 /// The shell command that writes `path` as commit `commit` has it to
 /// `dest`: `git -C ROOT show COMMIT:PATH > DEST`, every word quoted as the
-/// shell needs. The one home of the restore command.
-pub(super) fn restore_command(root: &Path, commit: &str, path: &str, dest: &Path) -> String {
+/// shell needs, the root as the user would type it (no trailing `/`).
+fn restore_command(root: &Path, commit: &str, path: &str, dest: &Path) -> String {
+    let root = root.display().to_string();
+    let root = match root.trim_end_matches('/') {
+        "" => &root,
+        trimmed => trimmed,
+    };
     format!(
         "git -C {} show {} > {}",
-        shell_word(&root_text(root)),
+        shell_word(root),
         shell_word(&format!("{commit}:{path}")),
         shell_word(&dest.display().to_string()),
     )
-}
-
-/// The repository root as the user would type it (no trailing `/`).
-pub(super) fn root_text(root: &Path) -> String {
-    let text = root.display().to_string();
-    match text.trim_end_matches('/') {
-        "" => text,
-        trimmed => trimmed.to_string(),
-    }
 }
 
 /// True when `step`'s own test file is gone from the lab.

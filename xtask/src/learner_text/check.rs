@@ -169,21 +169,3 @@ pub fn error_needs_declarations(
         lines.join("\n")
     )
 }
-
-/// A file of the lab's build configuration that is not its base's; the
-/// run may have built or run something else, so it proves nothing.
-pub fn build_config_changed(path: &str, restore: &str) -> String {
-    format!(
-        "✗ {path} 和练习目录拿到时的版本不一样：构建配置被改过，cargo 跑的可能不是本章的测试，结果不能算数。恢复它：\n    {restore}"
-    )
-}
-
-pub fn build_config_gone(path: &str, restore: &str) -> String {
-    format!("✗ {path} 不在练习目录里：构建配置不全，结果不能算数。恢复它：\n    {restore}")
-}
-
-pub fn build_config_added(path: &str, restore: &str) -> String {
-    format!(
-        "✗ {path} 是练习目录拿到时没有的构建配置：它能改变 cargo 构建什么、怎样运行测试，结果不能算数。删掉 {path}：\n    {restore}"
-    )
-}
