@@ -219,18 +219,13 @@ pub fn position(
     // The lab's own build folder; where it leads (a link to a faster disk)
     // is the learner's business.
     let target = lab.join(crate::repo::TARGET_DIR);
-    let mut builds = freshness::prepare(lab, &target, timeout)?;
-    let runs = run::run_all(
-        manifest,
-        lab,
-        &target,
-        timeout,
-        &position.changed_tests,
-        &mut builds,
-    )?;
-    builds.record(lab, &target)?;
+    let builds = freshness::prepare(lab, &target, timeout)?;
+    let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
     let crate_root = trace::CrateRoot::read(repo, manifest, lab);
     judge::judge(manifest, &mut position, &runs, crate_root.as_ref());
+    let reports = runs.iter().filter_map(|run| run.report.as_ref());
+    let artifacts = reports.flat_map(|report| &report.artifacts);
+    builds.record(lab, &target, artifacts, position.timed_out)?;
     Ok(position)
 }
 

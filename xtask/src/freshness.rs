@@ -18,12 +18,9 @@
 //!    what the lab holds now; registry dependencies are left alone. The
 //!    record is removed before anything runs, so an interrupted check
 //!    leaves none.
-//! 2. [`Builds::reused`] proves it worked from cargo's JSON messages: every
-//!    local artifact of the run must be `"fresh": false`, built earlier in
-//!    the same check, or one the record vouched for. If cargo reused
-//!    another anyway, `check` cleans that package and runs again.
-//! 3. [`Builds::record`]: after the runs, the record is written anew, if the
-//!    lab's files did not change while they ran.
+//! 2. [`Builds::record`]: after the runs, the record is written anew, if the
+//!    lab's files did not change while they ran, naming the local artifacts
+//!    the runs built (`"fresh": false`) and those the old record vouched for.
 //!
 //! The cost: an unchanged lab checks about as fast as a plain `cargo test`
 //! (cargo has nothing to rebuild); after an edit cargo rebuilds the crate,
@@ -40,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::learner_text as say;
-use crate::libtest::Report;
+use crate::libtest::Artifact;
 use crate::runner::Invocation;
 use crate::safe_fs;
 use crate::watch;
@@ -90,40 +87,31 @@ pub fn prepare(lab: &Path, target: &Path, timeout: Duration) -> Result<Builds> {
                 .iter()
                 .all(|(path, stamp)| Stamp::of(path) == Some(*stamp))
     });
-    let built = match vouched {
+    let vouched = match vouched {
         Some(record) => record.artifacts.into_keys().collect(),
         None => {
-            clean(lab, target, &local_packages(lab), timeout)?;
+            let packages = local_packages(lab);
+            if !packages.is_empty() {
+                let mut command = vec!["cargo".to_string(), "clean".to_string()];
+                for package in packages {
+                    command.extend(["-p".to_string(), package]);
+                }
+                Invocation {
+                    command: &command,
+                    extra: &[],
+                    dir: lab,
+                    target_dir: target,
+                    timeout,
+                }
+                .run()?;
+            }
             Vec::new()
         }
     };
     Ok(Builds {
-        built,
-        lab_before: Some(lab_before),
-        timed_out: false,
+        vouched,
+        lab_before,
     })
-}
-
-/// `cargo clean -p` for `packages` in `lab`, building in `target`. A clean
-/// cargo refuses (a package that is no member) is left to the run, whose
-/// [`Builds::reused`] still catches a reused build.
-pub fn clean(lab: &Path, target: &Path, packages: &[String], timeout: Duration) -> Result<()> {
-    if packages.is_empty() {
-        return Ok(());
-    }
-    let mut command = vec!["cargo".to_string(), "clean".to_string()];
-    for package in packages {
-        command.extend(["-p".to_string(), package.clone()]);
-    }
-    Invocation {
-        command: &command,
-        extra: &[],
-        dir: lab,
-        target_dir: target,
-        timeout,
-    }
-    .run()?;
-    Ok(())
 }
 
 /// One hash of every lab file: its path, its kind (a symlink's target, an
@@ -207,60 +195,37 @@ fn package_name(manifest: &str) -> Option<String> {
     None
 }
 
-/// What one check may reuse and what its runs built, to tell a unit this
-/// check built (or the record vouched for) from one cargo reused from
-/// another build.
-#[derive(Default)]
+/// The local artifacts the record vouched for, and the lab as the runs
+/// found it.
 pub struct Builds {
-    built: Vec<String>,
-    /// [`lab_hash`] before the runs (none in a unit test's `Builds`).
-    lab_before: Option<Oid>,
-    timed_out: bool,
+    vouched: Vec<String>,
+    lab_before: Oid,
 }
 
 impl Builds {
-    /// Takes in a run's artifacts and returns the local packages (cargo
-    /// package ids) whose units cargo reused from a build this check did not
-    /// make or vouch for: their output may not be what the lab holds now.
-    pub fn reused(&mut self, report: &Report, timed_out: bool) -> Vec<String> {
-        self.timed_out |= timed_out;
-        let mut reused: Vec<String> = Vec::new();
-        for artifact in report
-            .artifacts
-            .iter()
-            .filter(|artifact| artifact.is_local())
-        {
-            if !artifact.fresh {
-                self.built.extend(artifact.filenames.iter().cloned());
-                continue;
-            }
-            let ours = !artifact.filenames.is_empty()
-                && artifact
-                    .filenames
-                    .iter()
-                    .all(|file| self.built.contains(file));
-            if !ours && !reused.contains(&artifact.package_id) {
-                reused.push(artifact.package_id.clone());
-            }
-        }
-        reused
-    }
-
-    /// Writes the record of this check's build in `target`, unless a run
-    /// timed out or the lab changed while the runs read it.
-    pub fn record(self, lab: &Path, target: &Path) -> Result<()> {
-        let Some(lab_before) = self.lab_before else {
-            return Ok(());
-        };
-        if self.timed_out || lab_hash(lab)? != lab_before {
+    /// Writes the record of this check's build in `target` (`artifacts`:
+    /// the runs'), unless a run timed out or the lab changed while the runs
+    /// read it.
+    pub fn record<'a>(
+        self,
+        lab: &Path,
+        target: &Path,
+        artifacts: impl Iterator<Item = &'a Artifact>,
+        timed_out: bool,
+    ) -> Result<()> {
+        if timed_out || lab_hash(lab)? != self.lab_before {
             return Ok(());
         }
+        let built = artifacts
+            .filter(|artifact| artifact.is_local() && !artifact.fresh)
+            .flat_map(|artifact| artifact.filenames.iter().cloned());
         let record = Record {
-            lab: lab_before.to_string(),
+            lab: self.lab_before.to_string(),
             artifacts: self
-                .built
-                .iter()
-                .filter_map(|path| Stamp::of(path).map(|stamp| (path.clone(), stamp)))
+                .vouched
+                .into_iter()
+                .chain(built)
+                .filter_map(|path| Stamp::of(&path).map(|stamp| (path, stamp)))
                 .collect(),
         };
         let text = serde_json::to_string(&record).expect("a record serializes");
@@ -275,38 +240,6 @@ impl Builds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::libtest::Artifact;
-
-    fn artifact(id: &str, fresh: bool, file: &str) -> Artifact {
-        Artifact {
-            package_id: id.to_string(),
-            fresh,
-            filenames: vec![file.to_string()],
-        }
-    }
-
-    #[test]
-    fn a_reused_local_unit_is_reported_unless_this_check_built_it() {
-        let mut builds = Builds::default();
-        let local = "path+file:///lab/course#0.1.0";
-        let first = Report {
-            artifacts: vec![
-                artifact("registry+https://x#serde@1.0.0", true, "serde.rlib"),
-                artifact(local, false, "libcourse.rlib"),
-                artifact(local, true, "message_ir-1"),
-            ],
-            ..Report::default()
-        };
-        assert_eq!(builds.reused(&first, false), [local]);
-        let second = Report {
-            artifacts: vec![
-                artifact(local, true, "libcourse.rlib"),
-                artifact(local, false, "wire-1"),
-            ],
-            ..Report::default()
-        };
-        assert!(builds.reused(&second, false).is_empty());
-    }
 
     #[test]
     fn the_lab_hash_sees_content_and_kind_not_times() {

@@ -94,11 +94,10 @@ fn a_lab_check_has_never_seen_is_built_from_what_it_holds() {
 }
 
 #[test]
-fn cargo_fingerprints_kept_elsewhere_are_caught_by_cargos_own_fresh_flag() {
+fn cargo_fingerprints_kept_elsewhere_are_cleaned_too() {
     // A learner's cargo config may keep build state out of target/
-    // (`build.build-dir`), beside check's record: whether `cargo clean -p`
-    // reaches it or cargo's JSON reports the local package "fresh" (then
-    // check cleans and runs again), the old copy is what is built.
+    // (`build.build-dir`), beside check's record: `cargo clean -p` reaches
+    // it, so the old copy is what is built.
     let fixture = tiny_course("", ANSWER, |_| {});
     let lab = lab(&fixture, ANSWER);
     let build_dir = fixture.dir.path().join("build-dir");

@@ -1,17 +1,13 @@
 //! Running the chapter's commands in the lab: each distinct run once (a
 //! step's own run is skipped while its test file is missing), with cargo's
-//! JSON messages, and once more after cleaning a local package cargo
-//! reused from a build this check did not make or vouch for
-//! ([`crate::freshness`]).
+//! JSON messages.
 
 use std::path::Path;
 use std::time::Duration;
 
 use super::ChangedTest;
 use super::tests_intact;
-use crate::error::{Error, Result};
-use crate::freshness::{self, Builds};
-use crate::learner_text as say;
+use crate::error::Result;
 use crate::libtest::{self, Report};
 use crate::manifest::Manifest;
 use crate::runner::{Captured, Invocation};
@@ -33,7 +29,6 @@ pub(super) fn run_all<'m>(
     target: &Path,
     timeout: Duration,
     changed: &[ChangedTest],
-    builds: &mut Builds,
 ) -> Result<Vec<RunResult<'m>>> {
     let mut runs = Vec::new();
     for command in manifest.runs() {
@@ -44,7 +39,7 @@ pub(super) fn run_all<'m>(
         let (report, captured) = if skipped {
             (None, None)
         } else {
-            let (report, captured) = run_cargo(lab, target, command, timeout, builds)?;
+            let (report, captured) = run_cargo(lab, target, command, timeout)?;
             (Some(report), Some(captured))
         };
         runs.push(RunResult {
@@ -56,43 +51,29 @@ pub(super) fn run_all<'m>(
     Ok(runs)
 }
 
-/// Runs `command` in `lab` with cargo's JSON messages; when cargo
-/// reused a local package from a build this check did not make, cleans
-/// that package and runs once more (see [`crate::freshness`]).
+/// Runs `command` in `lab` with cargo's JSON messages.
 fn run_cargo(
     lab: &Path,
     target: &Path,
     command: &[String],
     timeout: Duration,
-    builds: &mut Builds,
 ) -> Result<(Report, Captured)> {
     let (command, json) = with_json_messages(command);
-    let mut cleaned = false;
-    loop {
-        let captured = Invocation {
-            command: &command,
-            extra: &[],
-            dir: lab,
-            target_dir: target,
-            timeout,
-        }
-        .run()?;
-        let report = if json {
-            let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
-            libtest::parse_cargo(&captured.stdout, stderr)
-        } else {
-            libtest::parse(&captured.output)
-        };
-        let reused = builds.reused(&report, captured.timed_out);
-        if reused.is_empty() || captured.timed_out {
-            return Ok((report, captured));
-        }
-        if cleaned {
-            return Err(Error::environment(say::still_reused(&reused.join(", "))));
-        }
-        freshness::clean(lab, target, &reused, timeout)?;
-        cleaned = true;
+    let captured = Invocation {
+        command: &command,
+        extra: &[],
+        dir: lab,
+        target_dir: target,
+        timeout,
     }
+    .run()?;
+    let report = if json {
+        let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
+        libtest::parse_cargo(&captured.stdout, stderr)
+    } else {
+        libtest::parse(&captured.output)
+    };
+    Ok((report, captured))
 }
 
 /// `command` with cargo's JSON messages asked for (before a `--`, so the

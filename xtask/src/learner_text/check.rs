@@ -61,13 +61,6 @@ pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
 
-pub fn still_reused(packages: &str) -> String {
-    format!(
-        "cargo 清理后仍然沿用了旧的构建结果（{packages}），check 无法确认测试跑的是你现在的代码。\
-         看看 cargo 的配置（比如 build.build-dir），或删掉练习目录的 target 文件夹再运行"
-    )
-}
-
 /// A test file the lab got from the target, changed or gone; `restore` is
 /// the command that brings the target's version back.
 pub fn test_changed(test: &str, restore: &str) -> String {
