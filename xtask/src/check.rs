@@ -30,7 +30,7 @@ mod tests_intact;
 mod trace;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -80,8 +80,6 @@ pub struct Position {
     cargo_output: Option<String>,
     #[serde(skip)]
     output: String,
-    #[serde(skip)]
-    lab: PathBuf,
     /// The output of a run that failed with neither a compile error nor a
     /// failing test (cargo could not start: a broken `Cargo.toml`, …).
     #[serde(skip)]
@@ -106,15 +104,8 @@ struct ChangedTest {
 struct ErrorAt {
     message: String,
     location: Option<String>,
-    /// The teaching file where the fix goes.
-    teaching_file: Option<String>,
-    /// True when that file is not in the lab yet: it is to be made.
-    teaching_file_missing: bool,
-    /// The declarations of the target's crate root the lab's lacks, to add
-    /// to `teachingFile` (the crate root), as the target writes them.
-    declarations: Vec<String>,
-    /// A module file those declarations need that the lab lacks too.
-    new_file: Option<String>,
+    #[serde(flatten)]
+    advice: trace::Advice,
     /// rustc's own text of the error: spans, notes and help, intact.
     rendered: String,
 }
@@ -205,7 +196,6 @@ pub fn position(
         title: manifest.title.clone(),
         focused_test_present: manifest.focused_test.under(lab).is_file(),
         expected: manifest.expected_tests,
-        lab: lab.to_path_buf(),
         lab_from_root: from_root(&repo.root, lab),
         ..Position::default()
     };
@@ -221,8 +211,8 @@ pub fn position(
     let target = lab.join(crate::repo::TARGET_DIR);
     let builds = freshness::prepare(lab, &target, timeout)?;
     let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
-    let crate_root = trace::CrateRoot::read(repo, manifest, lab);
-    judge::judge(manifest, &mut position, &runs, crate_root.as_ref());
+    let tracer = trace::Tracer::new(repo, manifest, lab);
+    judge::judge(manifest, &mut position, &runs, &tracer);
     let reports = runs.iter().filter_map(|run| run.report.as_ref());
     let artifacts = reports.flat_map(|report| &report.artifacts);
     builds.record(lab, &target, artifacts, position.timed_out)?;

@@ -2,21 +2,18 @@
 //! error once with the teaching file where its fix goes, each step's row,
 //! the first failing test, and whether the whole chapter is complete.
 
-use std::path::Path;
-
 use super::run::RunResult;
 use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
 use crate::libtest::{Failure, Report};
 use crate::manifest::{Manifest, Step};
 use crate::runner::Captured;
-use crate::safe_fs;
 
 /// Fills in the position from the runs' reports.
 pub(super) fn judge(
     manifest: &Manifest,
     position: &mut Position,
     runs: &[RunResult<'_>],
-    crate_root: Option<&trace::CrateRoot>,
+    tracer: &trace::Tracer<'_>,
 ) {
     let report_of = |command: &[String]| {
         runs.iter()
@@ -34,7 +31,7 @@ pub(super) fn judge(
         .all(|report| report.compiled && report.ran);
     position.passed = report.passed.len();
     position.ran = report.passed.len() + report.failed.len();
-    position.errors = errors_at(manifest, &position.lab, runs, crate_root);
+    position.errors = errors_at(runs, tracer);
     position.steps = manifest
         .steps
         .iter()
@@ -112,45 +109,22 @@ fn unexplained(runs: &[RunResult<'_>]) -> Option<String> {
 }
 
 /// Every compile error of the runs, once, with the teaching file where its
-/// fix goes: from the target's crate root when the error is about what it
-/// declares ([`trace::CrateRoot::advice`]), else from the spans and imports.
-fn errors_at(
-    manifest: &Manifest,
-    lab: &Path,
-    runs: &[RunResult<'_>],
-    crate_root: Option<&trace::CrateRoot>,
-) -> Vec<ErrorAt> {
-    let imports = trace::imports(manifest, lab);
-    let teaching = &manifest.teaching_files;
+/// fix goes ([`trace`]).
+fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt> {
     let mut errors: Vec<ErrorAt> = Vec::new();
-    for report in runs.iter().filter_map(|run| run.report.as_ref()) {
-        for error in &report.errors {
-            let seen = errors
-                .iter()
-                .any(|known| known.rendered == error.rendered && known.message == error.message);
-            if seen {
-                continue;
-            }
-            let advice = crate_root
-                .and_then(|root| root.advice(error, teaching, lab))
-                .unwrap_or_else(|| {
-                    let file = trace::teaching_file_for(error, teaching, &imports);
-                    trace::Advice {
-                        file: file.map(|file| file.to_string()),
-                        missing: file.is_some_and(|file| {
-                            safe_fs::read_inside(lab, Path::new(file.as_str()))
-                                .is_ok_and(|f| f.is_none())
-                        }),
-                        ..trace::Advice::default()
-                    }
-                });
+    for error in runs
+        .iter()
+        .filter_map(|run| run.report.as_ref())
+        .flat_map(|report| &report.errors)
+    {
+        let seen = errors
+            .iter()
+            .any(|known| known.rendered == error.rendered && known.message == error.message);
+        if !seen {
             errors.push(ErrorAt {
                 message: error.message.clone(),
                 location: error.location.clone(),
-                teaching_file: advice.file,
-                teaching_file_missing: advice.missing,
-                declarations: advice.declarations,
-                new_file: advice.new_file,
+                advice: tracer.advice(error),
                 rendered: error.rendered.clone(),
             });
         }

@@ -68,14 +68,15 @@ fn print_errors(errors: &[ErrorAt], focused_ran: bool) {
     }
     for error in errors.iter().take(ERRORS_SHOWN) {
         let location = error.location.as_deref();
-        let heading = match &error.teaching_file {
-            Some(file) if !error.declarations.is_empty() => say::error_needs_declarations(
+        let advice = &error.advice;
+        let heading = match &advice.teaching_file {
+            Some(file) if !advice.declarations.is_empty() => say::error_needs_declarations(
                 file,
-                &error.declarations,
-                error.new_file.as_deref(),
+                &advice.declarations,
+                advice.new_file.as_deref(),
                 location,
             ),
-            Some(file) if error.teaching_file_missing => say::error_in_new_file(file, location),
+            Some(file) if advice.teaching_file_missing => say::error_in_new_file(file, location),
             file => say::error_in(file.as_deref(), location),
         };
         outln!("\n{heading}");

@@ -5,13 +5,15 @@
 //! cannot find, the crate root, which exports it.
 //!
 //! A module or item the error names that the target's crate root declares
-//! (`mod block_on;`, `pub use block_on::block_on;`) comes first
-//! ([`CrateRoot::advice`]): when the lab's crate root lacks one of those
-//! declarations the fix goes there, quoted from the target; when they are
-//! all there but the module's file is not, the fix is that file. So the
-//! advice is the chapter's own answer, never a fixed phrase.
+//! (`mod block_on;`, `pub use block_on::block_on;`) comes first: when the
+//! lab's crate root lacks one of those declarations the fix goes there,
+//! quoted from the target; when they are all there but the module's file is
+//! not, the fix is that file. So the advice is the chapter's own answer,
+//! never a fixed phrase.
 
 use std::path::Path;
+
+use serde::Serialize;
 
 use crate::libtest::CompileError;
 use crate::locate;
@@ -20,160 +22,225 @@ use crate::repo::CourseRepo;
 use crate::safe_fs;
 use crate::tree;
 
+/// Where the compile errors' fixes go in one lab.
+pub(super) struct Tracer<'m> {
+    teaching: &'m [RepoPath],
+    lab: &'m Path,
+    crate_root: Option<CrateRoot<'m>>,
+    /// The words of each `use course::…;` of the lab's tests, the module
+    /// first: `use course::types::{A, B};` gives `[types, A, B]`.
+    imports: Vec<Vec<String>>,
+}
+
 /// The crate root among the teaching files (`…/lib.rs`), with its
 /// declarations at the target and in the lab.
-#[derive(Debug)]
-pub(super) struct CrateRoot {
-    path: RepoPath,
+struct CrateRoot<'m> {
+    path: &'m RepoPath,
     target: Vec<Declaration>,
     lab: Vec<Declaration>,
 }
 
-/// One `mod` or one path of a `use` at a crate root's top level.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A top-level `mod NAME;` or `use PATH;` of a crate root, on a line of its
+/// own as rustfmt writes one (a `use` group is not read).
+#[derive(Debug, PartialEq, Eq)]
 struct Declaration {
-    /// The whole statement as written (whitespace collapsed), with its `;`.
+    /// The line as written, e.g. `pub use block_on::block_on;`.
     text: String,
-    /// `pub` (not `pub(crate)`): seen from the tests.
+    /// `pub`: seen from the tests.
     public: bool,
-    item: Item,
+    is_mod: bool,
+    /// The path without a leading `crate`/`self`.
+    path: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Item {
-    Mod(String),
-    /// A `use` path without a leading `crate`/`self`, its alias last.
-    Use(Vec<String>),
-}
-
-impl Item {
-    /// The names a declaration is about: the module, and an imported item.
-    fn names(&self) -> Vec<&str> {
-        match self {
-            Item::Mod(name) => vec![name],
-            Item::Use(path) => path
-                .first()
-                .into_iter()
-                .chain(path.last())
-                .map(String::as_str)
-                .collect(),
-        }
+impl Declaration {
+    /// The module whose file holds what this declares.
+    fn module(&self) -> Option<&String> {
+        (self.is_mod || self.path.len() > 1).then(|| &self.path[0])
     }
 
-    /// The module whose file holds what this declares.
-    fn module(&self) -> Option<&str> {
-        match self {
-            Item::Mod(name) => Some(name),
-            Item::Use(path) if path.len() > 1 => path.first().map(String::as_str),
-            Item::Use(_) => None,
-        }
+    /// True when the message's backquoted words name its module or item.
+    fn named_in(&self, named: &[&str]) -> bool {
+        [self.path.first(), self.path.last()]
+            .into_iter()
+            .flatten()
+            .any(|name| named.contains(&name.as_str()))
     }
 }
 
 /// Where a compile error's fix goes.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct Advice {
-    /// The teaching file to change (or to create, when `missing`).
-    pub(super) file: Option<String>,
-    pub(super) missing: bool,
-    /// Lines of the target's crate root to add to `file` (the lab's crate root).
+    /// The teaching file where the fix goes.
+    pub(super) teaching_file: Option<String>,
+    /// True when that file is not in the lab yet: it is to be made.
+    pub(super) teaching_file_missing: bool,
+    /// The declarations of the target's crate root the lab's lacks, to add
+    /// to `teachingFile` (the crate root), as the target writes them.
     pub(super) declarations: Vec<String>,
-    /// A module file the declarations need that the lab does not have yet.
+    /// A module file those declarations need that the lab lacks too.
     pub(super) new_file: Option<String>,
 }
 
-impl CrateRoot {
-    /// The crate root of the chapter's teaching files, read at the target
-    /// and in the lab; `None` when there is none or the target is unknown.
-    pub(super) fn read(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Option<CrateRoot> {
-        let path = manifest
+impl<'m> Tracer<'m> {
+    /// Reads the lab's tests and crate root, and the target's crate root
+    /// (none when the target is unknown).
+    pub(super) fn new(repo: &CourseRepo, manifest: &'m Manifest, lab: &'m Path) -> Self {
+        let read = |path: &RepoPath| {
+            let source = safe_fs::read_inside(lab, Path::new(path.as_str())).ok()??;
+            Some(String::from_utf8_lossy(&source).into_owned())
+        };
+        let imports = manifest
+            .lab_tests()
+            .into_iter()
+            .filter_map(&read)
+            .flat_map(|source| course_imports(&source))
+            .collect();
+        let crate_root = manifest
             .teaching_files
             .iter()
-            .find(|path| Path::new(path.as_str()).file_name() == Some("lib.rs".as_ref()))?;
-        let checkpoint = locate::locate(&repo.git, manifest.id).ok()?;
-        let target_tree = repo.tree_of(checkpoint.target.oid).ok()?;
-        let target = tree::file_at(&repo.git, &target_tree, path.as_str()).ok()??;
-        let mine = safe_fs::read_inside(lab, Path::new(path.as_str()))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        Some(CrateRoot {
-            path: path.clone(),
-            target: declarations(&String::from_utf8_lossy(&target)),
-            lab: declarations(&String::from_utf8_lossy(&mine)),
-        })
+            .find(|path| stem(path) == "lib")
+            .and_then(|path| {
+                let checkpoint = locate::locate(&repo.git, manifest.id).ok()?;
+                let target_tree = repo.tree_of(checkpoint.target.oid).ok()?;
+                let target = tree::file_at(&repo.git, &target_tree, path.as_str()).ok()??;
+                Some(CrateRoot {
+                    path,
+                    target: declarations(&String::from_utf8_lossy(&target)),
+                    lab: declarations(&read(path).unwrap_or_default()),
+                })
+            });
+        Tracer {
+            teaching: &manifest.teaching_files,
+            lab,
+            crate_root,
+            imports,
+        }
     }
 
-    /// Where the fix for `error` goes when it is about a module or item the
-    /// target's crate root declares; `None` when it is not, or the lab has
-    /// both the declarations and the module's file.
-    pub(super) fn advice(
-        &self,
-        error: &CompileError,
-        teaching: &[RepoPath],
-        lab: &Path,
-    ) -> Option<Advice> {
+    /// Where the fix for `error` goes (see the module doc).
+    pub(super) fn advice(&self, error: &CompileError) -> Advice {
+        if let Some(advice) = self
+            .crate_root
+            .as_ref()
+            .and_then(|root| self.declare(root, error))
+        {
+            return advice;
+        }
+        let file = self.teaching_file(error);
+        Advice {
+            teaching_file: file.map(RepoPath::to_string),
+            teaching_file_missing: file.is_some_and(|file| self.missing(file)),
+            ..Advice::default()
+        }
+    }
+
+    /// The fix when `error` is about a module or item the target's crate
+    /// root declares; `None` when it is not, or the lab has both the
+    /// declarations and the module's file.
+    fn declare(&self, root: &CrateRoot<'_>, error: &CompileError) -> Option<Advice> {
         // rustc pointing into another teaching file knows better.
         let elsewhere = error.files.iter().any(|file| {
-            file != self.path.as_str() && teaching.iter().any(|path| path.as_str() == file)
+            file != root.path.as_str() && self.teaching.iter().any(|path| path.as_str() == file)
         });
         if elsewhere {
             return None;
         }
         let named = named_words(&error.message);
-        let touched = |declaration: &Declaration| {
-            declaration
-                .item
-                .names()
-                .iter()
-                .any(|name| named.contains(name))
-        };
         // What the error names, and the `mod` each such `use` needs.
-        let needed: Vec<&str> = self
+        let needed: Vec<&String> = root
             .target
             .iter()
-            .filter(|declaration| touched(declaration))
-            .filter_map(|declaration| declaration.item.module())
+            .filter(|declaration| declaration.named_in(&named))
+            .filter_map(Declaration::module)
             .collect();
-        let relevant: Vec<&Declaration> = self
+        let relevant: Vec<&Declaration> = root
             .target
             .iter()
             .filter(|declaration| {
-                touched(declaration)
-                    || matches!(&declaration.item, Item::Mod(name) if needed.contains(&name.as_str()))
+                declaration.named_in(&named)
+                    || declaration.is_mod && needed.contains(&&declaration.path[0])
             })
             .collect();
-        let missing_file = relevant
+        let new_file = relevant
             .iter()
-            .filter_map(|declaration| module_file(teaching, declaration.item.module()?))
-            .find(|file| {
-                safe_fs::read_inside(lab, Path::new(file.as_str())).is_ok_and(|f| f.is_none())
-            })
+            .filter_map(|declaration| self.module_file(declaration.module()?))
+            .find(|file| self.missing(file))
             .map(RepoPath::to_string);
-        let mut lines: Vec<String> = Vec::new();
-        for declaration in relevant {
-            let present = self
-                .lab
-                .iter()
-                .any(|mine| mine.item == declaration.item && (mine.public || !declaration.public));
-            if !present && !lines.contains(&declaration.text) {
-                lines.push(declaration.text.clone());
-            }
-        }
-        if !lines.is_empty() {
+        let declarations: Vec<String> = relevant
+            .into_iter()
+            .filter(|declaration| {
+                !root.lab.iter().any(|mine| {
+                    (mine.is_mod, &mine.path) == (declaration.is_mod, &declaration.path)
+                        && (mine.public || !declaration.public)
+                })
+            })
+            .map(|declaration| declaration.text.clone())
+            .collect();
+        if !declarations.is_empty() {
             return Some(Advice {
-                file: Some(self.path.to_string()),
-                missing: false,
-                declarations: lines,
-                new_file: missing_file,
+                teaching_file: Some(root.path.to_string()),
+                declarations,
+                new_file,
+                ..Advice::default()
             });
         }
-        missing_file.map(|file| Advice {
-            file: Some(file),
-            missing: true,
+        new_file.map(|file| Advice {
+            teaching_file: Some(file),
+            teaching_file_missing: true,
             ..Advice::default()
         })
     }
+
+    /// The first teaching file among the error's spans, else a module the
+    /// message names, else the module the tests import a named item from,
+    /// else the crate root for a name the tests cannot find.
+    fn teaching_file(&self, error: &CompileError) -> Option<&'m RepoPath> {
+        let teaching = self.teaching;
+        let named = named_words(&error.message);
+        let unresolved = ["unresolved import", "cannot find", "failed to resolve"]
+            .iter()
+            .any(|start| error.message.starts_with(start));
+        error
+            .files
+            .iter()
+            .find_map(|file| teaching.iter().find(|path| path.as_str() == file))
+            .or_else(|| named.iter().find_map(|word| self.module_file(word)))
+            .or_else(|| {
+                named.iter().find_map(|word| {
+                    self.imports
+                        .iter()
+                        .filter(|import| import.iter().any(|name| name == word))
+                        .find_map(|import| self.module_file(&import[0]))
+                })
+            })
+            .or_else(|| {
+                unresolved
+                    .then(|| teaching.iter().find(|path| stem(path) == "lib"))
+                    .flatten()
+            })
+    }
+
+    /// The teaching file of module `module` (never the crate root).
+    fn module_file(&self, module: &str) -> Option<&'m RepoPath> {
+        let teaching = self.teaching;
+        teaching
+            .iter()
+            .find(|path| stem(path) == module && module != "lib")
+    }
+
+    fn missing(&self, file: &RepoPath) -> bool {
+        safe_fs::read_inside(self.lab, Path::new(file.as_str())).is_ok_and(|found| found.is_none())
+    }
+}
+
+/// A teaching file's name without `.rs`: its module.
+fn stem(path: &RepoPath) -> &str {
+    let path = Path::new(path.as_str());
+    path.file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_default()
 }
 
 /// The identifiers inside the backquoted parts of a compiler message.
@@ -182,229 +249,64 @@ fn named_words(message: &str) -> Vec<&str> {
         .split('`')
         .skip(1)
         .step_by(2)
-        .flat_map(|quoted| quoted.split(|c: char| !(c.is_alphanumeric() || c == '_')))
-        .filter(|word| !word.is_empty())
+        .flat_map(words)
         .collect()
 }
 
-/// The module a teaching file holds: its stem, or its folder for `mod.rs`.
-fn module_of(path: &RepoPath) -> String {
-    let path = Path::new(path.as_str());
-    let stem = path
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned());
-    match stem.as_deref() {
-        // `types/mod.rs` is module `types`.
-        Some("mod") => path
-            .parent()
-            .and_then(Path::file_name)
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        _ => stem.unwrap_or_default(),
-    }
+/// The identifiers of `text`.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
 }
 
-/// The teaching file of module `module` (never the crate root).
-fn module_file<'a>(teaching: &'a [RepoPath], module: &str) -> Option<&'a RepoPath> {
-    teaching
-        .iter()
-        .find(|path| module_of(path) == module && module != "lib")
+/// The words of every `use course::…;` of a test's `source` (see
+/// [`Tracer::imports`]).
+fn course_imports(source: &str) -> Vec<Vec<String>> {
+    source
+        .match_indices("use course::")
+        .map(|(at, found)| {
+            let item = source[at + found.len()..].split(';').next();
+            words(item.unwrap_or_default())
+                .filter(|word| !matches!(*word, "as" | "self"))
+                .map(String::from)
+                .collect()
+        })
+        .filter(|import: &Vec<String>| !import.is_empty())
+        .collect()
 }
 
-/// The top-level `mod` and `use` declarations of a crate root's source: the
-/// statements that start at a line's first column, as rustfmt writes them.
+/// The crate root's declarations (see [`Declaration`]).
 fn declarations(source: &str) -> Vec<Declaration> {
-    let mut found = Vec::new();
-    let mut statement = String::new();
-    for line in source.lines() {
-        let code = line.split("//").next().unwrap_or_default();
-        // A new item starts at the first column (a `}` closes a `use` group).
-        if !code.starts_with(char::is_whitespace) && !code.starts_with('}') {
-            statement.clear();
-            if !["mod ", "use ", "pub"]
-                .iter()
-                .any(|start| code.starts_with(start))
-            {
-                continue;
-            }
-        } else if statement.is_empty() {
-            continue;
-        }
-        statement.push_str(code);
-        statement.push(' ');
-        if let Some(done) = statement.trim_end().strip_suffix(';') {
-            found.extend(declaration(done));
-            statement.clear();
-        }
-    }
-    found
-}
-
-/// The declarations one statement (without its `;`) makes, if it is a
-/// `mod NAME` or a `use`.
-fn declaration(statement: &str) -> Vec<Declaration> {
-    let words: Vec<&str> = statement.split_whitespace().collect();
-    let text = format!("{};", words.join(" "));
-    let joined = words.join(" ");
-    let (public, rest) = match joined.strip_prefix("pub ") {
-        Some(rest) => (true, rest.to_string()),
-        None if joined.starts_with("pub(") => match joined.split_once(')') {
-            Some((_, rest)) => (false, rest.trim_start().to_string()),
-            None => return Vec::new(),
-        },
-        None => (false, joined.clone()),
-    };
-    let make = |item| Declaration {
-        text: text.clone(),
-        public,
-        item,
-    };
-    if let Some(name) = rest.strip_prefix("mod ") {
-        let name = name.trim();
-        let plain = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-        return if plain {
-            vec![make(Item::Mod(name.to_string()))]
-        } else {
-            Vec::new()
-        };
-    }
-    let Some(tree) = rest.strip_prefix("use ") else {
-        return Vec::new();
-    };
-    let tokens = use_tokens(tree);
-    let mut paths = Vec::new();
-    let mut at = 0;
-    use_tree(&tokens, &mut at, Vec::new(), &mut paths);
-    paths
-        .into_iter()
-        .map(|mut path| {
-            while path
-                .first()
-                .is_some_and(|first| first == "crate" || first == "self")
-            {
-                path.remove(0);
-            }
-            make(Item::Use(path))
+    source
+        .lines()
+        .filter_map(|line| {
+            let text = line.split("//").next().unwrap_or_default().trim_end();
+            let (public, item) = match text.strip_prefix("pub ") {
+                Some(item) => (true, item),
+                None => (false, text),
+            };
+            let (is_mod, path) = match item.strip_prefix("mod ") {
+                Some(name) => (true, name),
+                None => (false, item.strip_prefix("use ")?),
+            };
+            let path: Vec<String> = path
+                .strip_suffix(';')?
+                .split("::")
+                .map(str::trim)
+                .filter(|segment| !matches!(*segment, "crate" | "self"))
+                .map(String::from)
+                .collect();
+            let plain = path.iter().all(|segment| {
+                !segment.is_empty() && segment.chars().all(|c| c.is_alphanumeric() || c == '_')
+            });
+            (plain && !path.is_empty()).then(|| Declaration {
+                text: text.to_string(),
+                public,
+                is_mod,
+                path,
+            })
         })
         .collect()
-}
-
-/// The paths the lab's test files import from the course crate.
-pub(super) fn imports(manifest: &Manifest, lab: &Path) -> Vec<Vec<String>> {
-    manifest
-        .lab_tests()
-        .into_iter()
-        .filter_map(|test| safe_fs::read_inside(lab, Path::new(test.as_str())).ok()?)
-        .flat_map(|source| course_imports(&String::from_utf8_lossy(&source)))
-        .collect()
-}
-
-/// The teaching file where the fix for `error` goes (see the module doc).
-pub(super) fn teaching_file_for<'a>(
-    error: &CompileError,
-    teaching: &'a [RepoPath],
-    imports: &[Vec<String>],
-) -> Option<&'a RepoPath> {
-    let by_path = |file: &str| teaching.iter().find(|path| path.as_str() == file);
-    if let Some(found) = error.files.iter().find_map(|file| by_path(file)) {
-        return Some(found);
-    }
-    let module_file = |module: &str| module_file(teaching, module);
-    let named = named_words(&error.message);
-    // A module named in the message (`course::types`), then the module the
-    // tests import a named item from.
-    if let Some(found) = named.iter().find_map(|word| module_file(word)) {
-        return Some(found);
-    }
-    for word in &named {
-        let from = imports
-            .iter()
-            .filter(|path| path.last().is_some_and(|last| last == word))
-            .find_map(|path| module_file(path.first()?));
-        if from.is_some() {
-            return from;
-        }
-    }
-    // Anything else the tests can't find is the crate root's to export.
-    let unresolved = ["unresolved import", "cannot find", "failed to resolve"]
-        .iter()
-        .any(|start| error.message.starts_with(start));
-    unresolved
-        .then(|| teaching.iter().find(|path| module_of(path) == "lib"))
-        .flatten()
-}
-
-/// Every path a `use course::…;` item of `source` imports, as its segments
-/// after `course` (an alias replaces the last one): `use course::types::{A,
-/// b::C as D};` gives `[types, A]` and `[types, b, D]`.
-fn course_imports(source: &str) -> Vec<Vec<String>> {
-    let mut paths = Vec::new();
-    for (at, _) in source.match_indices("use course::") {
-        let rest = &source[at + "use course::".len()..];
-        let item = rest.split(';').next().unwrap_or_default();
-        let tokens = use_tokens(item);
-        let mut position = 0;
-        use_tree(&tokens, &mut position, Vec::new(), &mut paths);
-    }
-    paths
-}
-
-fn use_tokens(item: &str) -> Vec<String> {
-    let mut tokens = Vec::new();
-    let mut word = String::new();
-    for c in item.chars() {
-        if c.is_alphanumeric() || c == '_' {
-            word.push(c);
-            continue;
-        }
-        if !word.is_empty() {
-            tokens.push(std::mem::take(&mut word));
-        }
-        if matches!(c, '{' | '}' | ',' | '*') {
-            tokens.push(c.to_string());
-        }
-    }
-    if !word.is_empty() {
-        tokens.push(word);
-    }
-    tokens
-}
-
-/// Reads one use tree from `tokens` (`::` already dropped: segments follow
-/// each other) into `paths`.
-fn use_tree(tokens: &[String], at: &mut usize, prefix: Vec<String>, paths: &mut Vec<Vec<String>>) {
-    let mut path = prefix;
-    while let Some(token) = tokens.get(*at) {
-        match token.as_str() {
-            "{" => {
-                *at += 1;
-                while tokens.get(*at).is_some_and(|token| token != "}") {
-                    use_tree(tokens, at, path.clone(), paths);
-                    if tokens.get(*at).is_some_and(|token| token == ",") {
-                        *at += 1;
-                    }
-                }
-                *at += 1;
-                return;
-            }
-            "}" | "," => break,
-            "as" => {
-                *at += 1;
-                if let Some(alias) = tokens.get(*at) {
-                    path.pop();
-                    path.push(alias.clone());
-                    *at += 1;
-                }
-            }
-            word => {
-                path.push(word.to_string());
-                *at += 1;
-            }
-        }
-    }
-    if !path.is_empty() {
-        paths.push(path);
-    }
 }
 
 #[cfg(test)]
@@ -412,14 +314,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn course_imports_are_flattened_with_groups_and_aliases() {
-        let source = "use std::fmt;\nuse course::types::{\n    SystemMessage, wire::{Tag as T, Other},\n};\nuse course::assistant_stream::Stream;\nuse course::text_of;\n";
+    fn course_imports_are_the_words_of_each_use_course_item() {
+        let source = "use std::fmt;\nuse course::types::{\n    SystemMessage, Tag as T,\n};\nuse course::assistant_stream::Stream;\nuse course::text_of;\n";
         assert_eq!(
             course_imports(source),
             [
-                vec!["types", "SystemMessage"],
-                vec!["types", "wire", "T"],
-                vec!["types", "wire", "Other"],
+                vec!["types", "SystemMessage", "Tag", "T"],
                 vec!["assistant_stream", "Stream"],
                 vec!["text_of"],
             ]
@@ -427,56 +327,37 @@ mod tests {
     }
 
     #[test]
-    fn a_crate_roots_declarations_are_its_top_level_mods_and_uses() {
+    fn a_crate_roots_declarations_are_its_top_level_mod_and_use_lines() {
         let source = "//! Docs: `mod fake;` in a comment.\n\
             pub mod event_stream;\n\
-            #[doc(hidden)]\nmod block_on;\npub use block_on::block_on;\n\
-            pub(crate) use crate::types::{\n    A,\n    b::C as D,\n};\n\
+            #[doc(hidden)]\nmod block_on;\npub use crate::block_on::block_on;\n\
             fn helper() { use std::fmt; }\n\
             #[cfg(test)]\nmod tests {\n    use super::*;\n}\n\
-            pub mod types;\n";
-        let found: Vec<(String, bool, Item)> = declarations(source)
+            pub mod types; // the message IR\n";
+        let found: Vec<(String, bool, bool, Vec<String>)> = declarations(source)
             .into_iter()
-            .map(|d| (d.text, d.public, d.item))
+            .map(|d| (d.text, d.public, d.is_mod, d.path))
             .collect();
-        let path = |segments: &[&str]| Item::Use(segments.iter().map(|s| s.to_string()).collect());
+        let path = |segments: &[&str]| segments.iter().map(|s| s.to_string()).collect();
         assert_eq!(
             found,
             [
                 (
                     "pub mod event_stream;".into(),
                     true,
-                    Item::Mod("event_stream".into())
-                ),
-                ("mod block_on;".into(), false, Item::Mod("block_on".into())),
-                (
-                    "pub use block_on::block_on;".into(),
                     true,
+                    path(&["event_stream"])
+                ),
+                ("mod block_on;".into(), false, true, path(&["block_on"])),
+                (
+                    "pub use crate::block_on::block_on;".into(),
+                    true,
+                    false,
                     path(&["block_on", "block_on"])
                 ),
-                (
-                    "pub(crate) use crate::types::{ A, b::C as D, };".into(),
-                    false,
-                    path(&["types", "A"])
-                ),
-                (
-                    "pub(crate) use crate::types::{ A, b::C as D, };".into(),
-                    false,
-                    path(&["types", "b", "D"])
-                ),
-                ("pub mod types;".into(), true, Item::Mod("types".into())),
+                ("pub mod types;".into(), true, true, path(&["types"])),
             ]
         );
-    }
-
-    fn teaching() -> Vec<RepoPath> {
-        [
-            "course/src/types.rs",
-            "course/src/assistant_stream.rs",
-            "course/src/lib.rs",
-        ]
-        .map(|path| RepoPath::try_from(path.to_string()).unwrap())
-        .to_vec()
     }
 
     fn error(message: &str, files: &[&str]) -> CompileError {
@@ -490,11 +371,19 @@ mod tests {
 
     #[test]
     fn an_error_goes_to_its_first_teaching_file_then_the_imported_module_then_lib() {
-        let teaching = teaching();
-        let imports = course_imports("use course::types::{SystemMessage, Usage};\n");
-        let at = |error: &CompileError| {
-            teaching_file_for(error, &teaching, &imports).map(RepoPath::as_str)
+        let teaching = [
+            "course/src/types.rs",
+            "course/src/assistant_stream.rs",
+            "course/src/lib.rs",
+        ]
+        .map(|path| RepoPath::try_from(path.to_string()).unwrap());
+        let tracer = Tracer {
+            teaching: &teaching,
+            lab: Path::new("/nonexistent"),
+            crate_root: None,
+            imports: course_imports("use course::types::{SystemMessage, Usage};\n"),
         };
+        let at = |error: &CompileError| tracer.teaching_file(error).map(RepoPath::as_str);
         let test = "course/tests/message_ir.rs";
         assert_eq!(
             at(&error(
