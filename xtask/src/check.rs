@@ -213,8 +213,8 @@ pub fn position(
     let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
     let tracer = trace::Tracer::new(repo, manifest, lab);
     judge::judge(manifest, &mut position, &runs, &tracer);
-    let reports = runs.iter().filter_map(|run| run.report.as_ref());
-    let artifacts = reports.flat_map(|report| &report.artifacts);
+    let ran = runs.iter().filter_map(|run| run.ran.as_ref());
+    let artifacts = ran.flat_map(|(report, _)| &report.artifacts);
     builds.record(lab, &target, artifacts, position.timed_out)?;
     Ok(position)
 }

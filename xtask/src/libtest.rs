@@ -1,18 +1,16 @@
 //! Reading cargo's and libtest's output: did it compile, which tests passed,
 //! and what was the first deviation.
 //!
-//! Compile errors come from cargo's `--message-format=json` ([`parse_cargo`]):
-//! rustc's diagnostics with their spans, child notes and `rendered` text, so
-//! an error can be traced to the file where its fix goes. Test results stay
-//! libtest's human output (its JSON is unstable), read here and nowhere else.
-//! [`parse`] reads cargo's prose for callers that still run without JSON.
+//! Compile errors come from cargo's `--message-format=json` ([`parse_cargo`]),
+//! spans and all; [`parse`] reads cargo's prose. Test results are libtest's
+//! human output (its JSON is unstable), read here and nowhere else.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 /// What one focused run tells about the learner's position.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     /// False when cargo stopped at a compiler error.
     pub compiled: bool,
@@ -22,8 +20,6 @@ pub struct Report {
     pub errors: Vec<CompileError>,
     pub passed: Vec<String>,
     pub failed: Vec<Failure>,
-    /// Tests libtest reported as `ignored`.
-    pub ignored: Vec<String>,
     /// What cargo built or found fresh (JSON runs only).
     pub artifacts: Vec<Artifact>,
     /// The run as a person would read it: cargo's stderr, every diagnostic's
@@ -33,10 +29,11 @@ pub struct Report {
 
 /// One `compiler-artifact` message of cargo: a unit built (`fresh` false)
 /// or reused from an earlier build (`fresh` true).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Artifact {
     pub package_id: String,
     pub fresh: bool,
+    #[serde(default)]
     pub filenames: Vec<String>,
 }
 
@@ -49,7 +46,7 @@ impl Artifact {
 }
 
 /// A compiler error and where it points.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileError {
     pub message: String,
     /// `path:line:column` as cargo prints it, relative to the workspace.
@@ -129,15 +126,7 @@ pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
         match message {
             None => tests.push(line),
             Some(CargoLine::BuildFinished { success }) => finished = Some(success),
-            Some(CargoLine::CompilerArtifact {
-                package_id,
-                fresh,
-                filenames,
-            }) => report.artifacts.push(Artifact {
-                package_id,
-                fresh,
-                filenames,
-            }),
+            Some(CargoLine::CompilerArtifact(artifact)) => report.artifacts.push(artifact),
             Some(CargoLine::CompilerMessage { message }) => {
                 // Cargo repeats a diagnostic when a file is compiled for
                 // several targets (the library, its tests): once is enough.
@@ -166,12 +155,7 @@ enum CargoLine {
     CompilerMessage {
         message: Diagnostic,
     },
-    CompilerArtifact {
-        package_id: String,
-        fresh: bool,
-        #[serde(default)]
-        filenames: Vec<String>,
-    },
+    CompilerArtifact(Artifact),
     BuildFinished {
         success: bool,
     },
@@ -208,24 +192,21 @@ impl Diagnostic {
                 span.file_name, span.line_start, span.column_start
             )
         });
-        let mut files = Vec::new();
-        let mut add = |file: &str| {
-            if !files.iter().any(|known| known == file) {
-                files.push(file.to_string());
-            }
-        };
-        let (primaries, others): (Vec<&Span>, Vec<&Span>) =
-            self.spans.iter().partition(|span| span.is_primary);
-        for span in primaries.into_iter().chain(others) {
-            add(&span.file_name);
-        }
+        // Primary spans first (a stable sort), then the child notes', breadth first.
+        let mut spans: Vec<&Span> = self.spans.iter().collect();
+        spans.sort_by_key(|span| !span.is_primary);
         let mut children: Vec<&Diagnostic> = self.children.iter().collect();
-        while let Some(child) = children.first().copied() {
-            children.remove(0);
-            for span in &child.spans {
-                add(&span.file_name);
-            }
+        let mut at = 0;
+        while let Some(&child) = children.get(at) {
+            spans.extend(&child.spans);
             children.extend(&child.children);
+            at += 1;
+        }
+        let mut files: Vec<String> = Vec::new();
+        for span in spans {
+            if !files.contains(&span.file_name) {
+                files.push(span.file_name.clone());
+            }
         }
         CompileError {
             message: self.message,
@@ -236,8 +217,8 @@ impl Diagnostic {
     }
 }
 
-/// Reads libtest's human output: which tests passed, failed (with their
-/// first deviation) or were ignored, and whether a test binary ran.
+/// Reads libtest's human output: which tests passed or failed (with their
+/// first deviation), and whether a test binary ran.
 fn read_tests(lines: &[&str], report: &mut Report) {
     report.ran = lines.iter().any(|line| {
         line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests"))
@@ -251,8 +232,6 @@ fn read_tests(lines: &[&str], report: &mut Report) {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some(name) = rest.strip_suffix(" ... ok") {
                 report.passed.push(name.to_string());
-            } else if let Some((name, _)) = rest.split_once(" ... ignored") {
-                report.ignored.push(name.to_string());
             } else if let Some(name) = rest.strip_suffix(" ... FAILED")
                 && seen_failed.insert(name)
             {
@@ -287,36 +266,28 @@ fn failure_message(after_header: &[&str]) -> String {
     let section = after_header
         .iter()
         .take_while(|line| !line.starts_with("---- ") && **line != "failures:");
-    let mut panics: Vec<Vec<&str>> = Vec::new();
+    let mut kept = Vec::new();
     let mut in_panic = false;
-    for line in section {
-        if let Some(at) = panic_location(line) {
+    for &line in section {
+        // `thread 'NAME' (ID) panicked at FILE:LINE:COL:`
+        let at = line
+            .strip_prefix("thread '")
+            .and_then(|rest| rest.split_once(" panicked at "));
+        if let Some((_, at)) = at {
             in_panic = true;
-            let in_tests = at.starts_with("tests/") || at.contains("/tests/");
-            panics.push(if in_tests { Vec::new() } else { vec![*line] });
+            if !(at.starts_with("tests/") || at.contains("/tests/")) {
+                kept.push(line);
+            }
         } else if in_panic {
-            if line.is_empty() || line.starts_with("note: ") || line.starts_with("stack backtrace:")
-            {
-                in_panic = false;
-            } else if let Some(panic) = panics.last_mut() {
-                panic.push(*line);
+            in_panic = !(line.is_empty()
+                || line.starts_with("note: ")
+                || line.starts_with("stack backtrace:"));
+            if in_panic {
+                kept.push(line);
             }
         }
     }
-    panics
-        .iter()
-        .map(|panic| panic.join("\n"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The `FILE:LINE:COL` of a line `thread 'NAME' (ID) panicked at FILE:LINE:COL:`.
-fn panic_location(line: &str) -> Option<&str> {
-    if !line.starts_with("thread '") {
-        return None;
-    }
-    let (_, at) = line.split_once(" panicked at ")?;
-    Some(at.strip_suffix(':').unwrap_or(at))
+    kept.join("\n")
 }
 
 #[cfg(test)]
@@ -391,7 +362,6 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         assert_eq!(error.files, ["tests/t.rs", "src/types.rs"]);
         assert_eq!(error.rendered, "error[E0277]: `Rc<u8>` cannot be sent\n");
         assert_eq!(report.passed, ["a"]);
-        assert_eq!(report.ignored, ["b"]);
         assert!(report.artifacts[0].is_local() && !report.artifacts[0].fresh);
         assert!(report.text.starts_with("   Compiling course\nerror[E0277]"));
         assert!(report.text.contains("warning: unused\nrunning 2 tests"));

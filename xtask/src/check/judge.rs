@@ -6,7 +6,6 @@ use super::run::RunResult;
 use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
 use crate::libtest::{Failure, Report};
 use crate::manifest::{Manifest, Step};
-use crate::runner::Captured;
 
 /// Fills in the position from the runs' reports.
 pub(super) fn judge(
@@ -15,97 +14,58 @@ pub(super) fn judge(
     runs: &[RunResult<'_>],
     tracer: &trace::Tracer<'_>,
 ) {
-    let report_of = |command: &[String]| {
-        runs.iter()
-            .find(|run| run.command == command)
-            .and_then(|run| run.report.as_ref())
-    };
-    let report = focused(runs).0;
-    position.timed_out = runs
-        .iter()
-        .filter_map(|run| run.captured.as_ref())
-        .any(|captured| captured.timed_out);
-    position.compiled = runs
-        .iter()
-        .filter_map(|run| run.report.as_ref())
-        .all(|report| report.compiled && report.ran);
+    let ran = || runs.iter().filter_map(|run| run.ran.as_ref());
+    // The focused run comes first and always runs.
+    let (report, _) = runs[0].ran.as_ref().expect("the focused run always runs");
+    position.timed_out = ran().any(|(_, captured)| captured.timed_out);
+    position.compiled = ran().all(|(report, _)| report.compiled && report.ran);
     position.passed = report.passed.len();
     position.ran = report.passed.len() + report.failed.len();
     position.errors = errors_at(runs, tracer);
     position.steps = manifest
         .steps
         .iter()
-        .map(|step| step_status(manifest, step, report_of(step.run(manifest)), position))
+        .map(|step| {
+            step_status(
+                manifest,
+                step,
+                report_of(runs, step.run(manifest)),
+                position,
+            )
+        })
         .collect();
     (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
-    position.complete = complete(manifest, position, runs);
-    position.output = output(runs);
-    position.unexplained = unexplained(runs);
-}
-
-/// The focused run's report and capture; it comes first and always runs.
-fn focused<'r>(runs: &'r [RunResult<'_>]) -> (&'r Report, &'r Captured) {
-    let main = &runs[0];
-    let report = main.report.as_ref().expect("the focused run always runs");
-    let captured = main.captured.as_ref().expect("the focused run always runs");
-    (report, captured)
-}
-
-/// The whole chapter passes: the focused tests (at least one, as many as
-/// expected, none failed), every run, every step, in time, and the lab's
-/// test files are the target's.
-fn complete(manifest: &Manifest, position: &Position, runs: &[RunResult<'_>]) -> bool {
-    let (report, captured) = focused(runs);
-    let focused_green = captured.success
-        && report.failed.is_empty()
+    // The focused tests (at least one, as many as expected, none failed),
+    // every run, every step, in time, and the lab's tests are the target's.
+    position.complete = report.failed.is_empty()
         && position.passed >= 1
         && manifest
             .expected_tests
-            .is_none_or(|count| position.passed == count);
-    let runs_green = runs
-        .iter()
-        .filter_map(|run| run.captured.as_ref())
-        .all(|captured| captured.success);
-    focused_green
-        && runs_green
+            .is_none_or(|count| position.passed == count)
+        && ran().all(|(_, captured)| captured.success)
         && !position.timed_out
         && position.steps.iter().all(|step| step.green)
         && position.changed_tests.is_empty()
-        && position.tests_verified
-}
-
-/// The runs' output as a person reads it: libtest's text, else all of it.
-fn output(runs: &[RunResult<'_>]) -> String {
-    runs.iter()
-        .filter_map(|run| {
-            let text = &run.report.as_ref()?.text;
-            Some(if text.is_empty() {
-                run.captured.as_ref()?.output.clone()
-            } else {
-                text.clone()
-            })
-        })
+        && position.tests_verified;
+    position.output = ran()
+        .map(|(report, _)| report.text.as_str())
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    // The first run that failed with neither a compile error nor a failing test.
+    position.unexplained = ran()
+        .find(|(report, captured)| {
+            !captured.success
+                && !captured.timed_out
+                && report.failed.is_empty()
+                && report.errors.is_empty()
+        })
+        .map(|(report, _)| report.text.clone());
 }
 
-/// The output of the first run that failed with neither a compile error
-/// nor a failing test.
-fn unexplained(runs: &[RunResult<'_>]) -> Option<String> {
-    runs.iter().find_map(|run| {
-        let (report, captured) = (run.report.as_ref()?, run.captured.as_ref()?);
-        let unexplained = !captured.success
-            && !captured.timed_out
-            && report.failed.is_empty()
-            && report.errors.is_empty();
-        unexplained.then(|| {
-            if report.text.is_empty() {
-                captured.output.clone()
-            } else {
-                report.text.clone()
-            }
-        })
-    })
+/// The report of the run of `command`, unless it was skipped.
+fn report_of<'r>(runs: &'r [RunResult<'_>], command: &[String]) -> Option<&'r Report> {
+    let run = runs.iter().find(|run| run.command == command)?;
+    run.ran.as_ref().map(|(report, _)| report)
 }
 
 /// Every compile error of the runs, once, with the teaching file where its
@@ -114,8 +74,8 @@ fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt>
     let mut errors: Vec<ErrorAt> = Vec::new();
     for error in runs
         .iter()
-        .filter_map(|run| run.report.as_ref())
-        .flat_map(|report| &report.errors)
+        .filter_map(|run| run.ran.as_ref())
+        .flat_map(|(report, _)| &report.errors)
     {
         let seen = errors
             .iter()
@@ -138,10 +98,7 @@ fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt>
 /// filter selects one, by name among several.
 fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure>, Option<String>) {
     let failed_in = |command: &[String]| {
-        let report = runs
-            .iter()
-            .find(|run| run.command == command)
-            .and_then(|run| run.report.as_ref())?;
+        let report = report_of(runs, command)?;
         let mut failed: Vec<&Failure> = report.failed.iter().collect();
         failed.sort_by(|a, b| a.name.cmp(&b.name));
         let in_step_order = manifest
@@ -242,10 +199,15 @@ mod tests {
             ],
             ..Report::default()
         };
+        let captured = crate::runner::Captured {
+            success: false,
+            output: String::new(),
+            stdout: String::new(),
+            timed_out: false,
+        };
         let runs = [RunResult {
             command: &manifest.run,
-            report: Some(report),
-            captured: None,
+            ran: Some((report, captured)),
         }];
         let (first, step) = first_failure(&manifest, &runs);
         assert_eq!(first.map(|f| f.name), Some("lab1_2_a".to_string()));

@@ -16,8 +16,8 @@ use crate::runner::{Captured, Invocation};
 pub(super) struct RunResult<'m> {
     pub(super) command: &'m [String],
     /// `None` when the run was skipped: its test file is not in the lab.
-    pub(super) report: Option<Report>,
-    pub(super) captured: Option<Captured>,
+    /// The report's `text` is the run's output as a person reads it.
+    pub(super) ran: Option<(Report, Captured)>,
 }
 
 /// Runs the chapter's distinct commands in `lab`, building in `target`;
@@ -36,17 +36,12 @@ pub(super) fn run_all<'m>(
             && manifest.steps.iter().all(|step| {
                 step.run(manifest) != command || tests_intact::test_file_missing(step, changed)
             });
-        let (report, captured) = if skipped {
-            (None, None)
+        let ran = if skipped {
+            None
         } else {
-            let (report, captured) = run_cargo(lab, target, command, timeout)?;
-            (Some(report), Some(captured))
+            Some(run_cargo(lab, target, command, timeout)?)
         };
-        runs.push(RunResult {
-            command,
-            report,
-            captured,
-        });
+        runs.push(RunResult { command, ran });
     }
     Ok(runs)
 }
@@ -71,7 +66,10 @@ fn run_cargo(
         let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
         libtest::parse_cargo(&captured.stdout, stderr)
     } else {
-        libtest::parse(&captured.output)
+        libtest::Report {
+            text: captured.output.clone(),
+            ..libtest::parse(&captured.output)
+        }
     };
     Ok((report, captured))
 }
