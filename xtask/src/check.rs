@@ -16,12 +16,6 @@
 //!
 //! Compile errors come from cargo's JSON messages, each shown as rustc
 //! rendered it, under the teaching file where the fix goes ([`trace`]).
-//!
-//! This module owns the command's flow (once, or again after every edit)
-//! and the position it reports. Finding the lab is [`crate::lab_dir`]; whether its
-//! test files are the target's, [`tests_intact`]; running its commands,
-//! [`run`]; the position from their reports, [`judge`]; printing it,
-//! [`report`].
 
 mod judge;
 mod report;
@@ -114,10 +108,6 @@ struct ErrorAt {
 #[serde(rename_all = "camelCase")]
 struct StepStatus {
     id: String,
-    /// The id as the report shows it: quoted when it has spaces at either
-    /// end, … ([`crate::manifest::Step::shown_id`]).
-    #[serde(skip)]
-    shown_id: String,
     /// The step's name from the manifest, if it has one.
     title: Option<String>,
     /// The test-name filter as the manifest gives it ("" selects all).
@@ -196,14 +186,17 @@ pub fn position(
         title: manifest.title.clone(),
         focused_test_present: manifest.focused_test.under(lab).is_file(),
         expected: manifest.expected_tests,
-        lab_from_root: from_root(&repo.root, lab),
+        lab_from_root: out::relative_or_absolute(
+            lab,
+            &repo.root.canonicalize().unwrap_or(repo.root.clone()),
+        ),
         ..Position::default()
     };
     let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
     position.changed_tests = changed;
     position.tests_verified = verified;
     if !position.focused_test_present {
-        position.output = tests_intact::restore_hint(repo, manifest, lab);
+        position.output = tests_intact::restore_hint(manifest, &position.changed_tests);
         return Ok(position);
     }
     // The lab's own build folder; where it leads (a link to a faster disk)
@@ -250,15 +243,5 @@ fn verdict(position: &Position) -> Result<()> {
         Ok(())
     } else {
         Err(Error::check_failed(say::not_complete(&position.chapter)))
-    }
-}
-
-/// `lab` as typed from the repository root `root`: relative when below it,
-/// else absolute.
-fn from_root(root: &Path, lab: &Path) -> String {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match lab.strip_prefix(&root) {
-        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
-        _ => lab.display().to_string(),
     }
 }

@@ -135,7 +135,6 @@ fn step_status(
     let (passed, ran) = report.map_or((0, 0), |report| report.count(&step.filter));
     StepStatus {
         id: step.id.clone(),
-        shown_id: step.shown_id().into_owned(),
         title: step.title.clone(),
         filter: step.filter.clone(),
         own_run: step.run(manifest) != manifest.run.as_slice(),
@@ -145,7 +144,7 @@ fn step_status(
         green: ran >= 1
             && passed == ran
             && passed == step.expected_tests
-            && tests_intact::test_file_intact(step, &position.changed_tests),
+            && tests_intact::own_test_change(step, &position.changed_tests).is_none(),
     }
 }
 

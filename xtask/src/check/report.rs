@@ -161,7 +161,7 @@ fn print_steps(steps: &[StepStatus]) {
         let pad = width - display_width(label);
         outln!(
             "  {} {label}{} {}/{}{mark}",
-            step.shown_id,
+            shown(&step.id),
             " ".repeat(pad),
             step.passed,
             step.expected

@@ -34,7 +34,8 @@ pub(super) fn run_all<'m>(
     for command in manifest.runs() {
         let skipped = command != manifest.run.as_slice()
             && manifest.steps.iter().all(|step| {
-                step.run(manifest) != command || tests_intact::test_file_missing(step, changed)
+                step.run(manifest) != command
+                    || tests_intact::own_test_change(step, changed).is_some_and(|c| c.missing)
             });
         let ran = if skipped {
             None

@@ -25,6 +25,12 @@ pub(super) fn changed_tests(
         return Ok((Vec::new(), false));
     };
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
+    // The root as the user would type it (no trailing `/`).
+    let root = repo.root.display().to_string();
+    let root = match root.trim_end_matches('/') {
+        "" => &root,
+        trimmed => trimmed,
+    };
     let mut changed = Vec::new();
     let mut verified = true;
     for test in manifest.lab_tests() {
@@ -36,11 +42,11 @@ pub(super) fn changed_tests(
         let actual = safe_fs::read_inside(lab, Path::new(test.as_str()));
         let missing = matches!(actual, Ok(None));
         if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
-            let restore = restore_command(
-                &repo.root,
-                &checkpoint.target.short,
-                test.as_str(),
-                &test.under(lab),
+            let restore = format!(
+                "git -C {} show {} > {}",
+                shell_word(root),
+                shell_word(&format!("{}:{test}", checkpoint.target.short)),
+                shell_word(&test.under(lab).display().to_string()),
             );
             changed.push(ChangedTest {
                 path: test.to_string(),
@@ -52,52 +58,22 @@ pub(super) fn changed_tests(
     Ok((changed, verified))
 }
 
-/// The shell command that writes `path` as commit `commit` has it to
-/// `dest`: `git -C ROOT show COMMIT:PATH > DEST`, every word quoted as the
-/// shell needs, the root as the user would type it (no trailing `/`).
-fn restore_command(root: &Path, commit: &str, path: &str, dest: &Path) -> String {
-    let root = root.display().to_string();
-    let root = match root.trim_end_matches('/') {
-        "" => &root,
-        trimmed => trimmed,
-    };
-    format!(
-        "git -C {} show {} > {}",
-        shell_word(root),
-        shell_word(&format!("{commit}:{path}")),
-        shell_word(&dest.display().to_string()),
-    )
+/// How `step`'s own test file differs from the target's, if it has one
+/// and it does.
+pub(super) fn own_test_change<'c>(
+    step: &Step,
+    changed: &'c [ChangedTest],
+) -> Option<&'c ChangedTest> {
+    let file = step.test_file.as_ref()?;
+    changed.iter().find(|changed| changed.path == file.as_str())
 }
 
-/// True when `step`'s own test file is gone from the lab.
-pub(super) fn test_file_missing(step: &Step, changed: &[ChangedTest]) -> bool {
-    step.test_file.as_ref().is_some_and(|file| {
-        changed
-            .iter()
-            .any(|changed| changed.missing && changed.path == file.as_str())
-    })
-}
-
-/// True when `step` has no test file of its own, or it is the target's.
-pub(super) fn test_file_intact(step: &Step, changed: &[ChangedTest]) -> bool {
-    step.test_file
-        .as_ref()
-        .is_none_or(|file| !changed.iter().any(|changed| changed.path == file.as_str()))
-}
-
-/// How to bring a deleted focused test back.
-pub(super) fn restore_hint(repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> String {
-    let test = &manifest.focused_test;
-    match locate::locate(&repo.git, manifest.id) {
-        Ok(checkpoint) => say::focused_test_missing(
-            test.as_str(),
-            &restore_command(
-                &repo.root,
-                &checkpoint.target.short,
-                test.as_str(),
-                &test.under(lab),
-            ),
-        ),
-        Err(_) => say::focused_test_missing_no_history(test.as_str(), &manifest.id.to_string()),
+/// How to bring a deleted focused test back (`changed`: the lab's changed
+/// tests, which name it when the target could be read).
+pub(super) fn restore_hint(manifest: &Manifest, changed: &[ChangedTest]) -> String {
+    let test = manifest.focused_test.as_str();
+    match changed.iter().find(|changed| changed.path == test) {
+        Some(changed) => say::focused_test_missing(test, &changed.restore),
+        None => say::focused_test_missing_no_history(test, &manifest.id.to_string()),
     }
 }
