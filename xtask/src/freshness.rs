@@ -1,38 +1,27 @@
 //! Keeping cargo honest about a lab's sources, through cargo's supported
 //! interface only.
 //!
-//! Cargo decides that a local package is unchanged from file times. A lab
-//! file replaced by an older copy (`cp -p`, a restored backup, an editor
-//! that keeps times) keeps its old time, so cargo would reuse the test
-//! binary built from what was there before — by `check` or by a `cargo
-//! test` the learner ran in the lab: a false green. So `check` keeps one
-//! record in the lab's target folder ([`RECORD`]): a hash of every lab file
-//! (path, kind, content; `target/` left out) as its last build saw them, and
-//! the size, time and inode of each local artifact that build left (the
-//! files cargo's JSON `compiler-artifact` messages name).
-//!
-//! 1. [`prepare`]: when the lab's files or those artifacts are not what the
-//!    record says (an edit, a build of the learner's, an older copy
-//!    restored, no record), `cargo clean -p` for the lab's own packages
-//!    (those whose `Cargo.toml` is in the lab), so cargo rebuilds them from
-//!    what the lab holds now; registry dependencies are left alone. The
-//!    record is removed before anything runs, so an interrupted check
-//!    leaves none.
-//! 2. [`Builds::record`]: after the runs, the record is written anew, if the
-//!    lab's files did not change while they ran, naming the local artifacts
-//!    the runs built (`"fresh": false`) and those the old record vouched for.
-//!
-//! The cost: an unchanged lab checks about as fast as a plain `cargo test`
-//! (cargo has nothing to rebuild); after an edit cargo rebuilds the crate,
-//! as it would anyway, plus one `cargo clean -p` (see `xtask/BENCHMARKS.md`).
+//! Cargo decides that a local package is unchanged from file times, so a
+//! lab file replaced by an older copy (`cp -p`, a restored backup) would let
+//! it reuse a test binary built from what was there before, by `check` or
+//! by the learner's own `cargo test`: a false green. So `check` keeps one
+//! record in the lab's target folder ([`RECORD`]): a hash of the lab's files
+//! as its last build saw them, and the size, time and inode of each local
+//! artifact that build left (from cargo's JSON `compiler-artifact` messages).
+//! Unless both still match, [`prepare`] runs `cargo clean -p` for the lab's
+//! own packages (registry dependencies are left alone), so cargo rebuilds
+//! them from what the lab holds now. The record is removed before the runs
+//! (an interrupted check leaves none) and written anew after them by
+//! [`Builds::record`], unless the lab changed meanwhile. An unchanged lab
+//! checks about as fast as a plain `cargo test` (`xtask/BENCHMARKS.md`).
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use git2::{ObjectType, Oid};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -43,13 +32,13 @@ use crate::safe_fs;
 use crate::watch;
 
 /// The record's name in the lab's target folder.
-pub const RECORD: &str = "xtask-check.json";
+const RECORD: &str = "xtask-check.json";
 
 /// What the last check's build saw and left.
 #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Record {
     /// [`lab_hash`] of the lab when it was built.
-    lab: String,
+    lab: u64,
     /// Each local artifact's path and [`Stamp`].
     artifacts: BTreeMap<String, Stamp>,
 }
@@ -75,13 +64,13 @@ impl Stamp {
 
 /// Makes the next run in `target` build the lab's own packages from what
 /// `lab` holds now, unless the record shows cargo's build of them is
-/// already that (see the module doc). Returns what the runs may reuse.
+/// already that (see the module doc).
 pub fn prepare(lab: &Path, target: &Path, timeout: Duration) -> Result<Builds> {
     let lab_before = lab_hash(lab)?;
     let recorded = read_record(target);
     remove_record(target)?;
     let vouched = recorded.filter(|record| {
-        record.lab == lab_before.to_string()
+        record.lab == lab_before
             && record
                 .artifacts
                 .iter()
@@ -114,43 +103,35 @@ pub fn prepare(lab: &Path, target: &Path, timeout: Duration) -> Result<Builds> {
     })
 }
 
-/// One hash of every lab file: its path, its kind (a symlink's target, an
-/// executable bit) and its content, `target/` left out.
-fn lab_hash(lab: &Path) -> Result<Oid> {
-    let mut files: Vec<(String, Oid)> = Vec::new();
+/// One hash of every lab file: its path, its mode (file type and
+/// permissions) and its content (a symlink's target), `target/` left out.
+fn lab_hash(lab: &Path) -> Result<u64> {
+    let mut files = BTreeMap::new();
     for entry in watch::lab_files(lab) {
-        let path = entry.path();
-        let shown = path.strip_prefix(lab).unwrap_or(path).display().to_string();
-        let unreadable = |error: std::io::Error| {
-            crate::error::io(say::cannot_read(&path.display().to_string()))(error)
-        };
-        let (kind, content) = if entry.file_type().is_symlink() {
-            let target = fs::read_link(path).map_err(unreadable)?;
-            ("link", target.into_os_string().into_encoded_bytes())
+        let relative = entry.path().strip_prefix(lab).unwrap_or(entry.path());
+        let content = if entry.file_type().is_symlink() {
+            let shown = say::cannot_read(&entry.path().display().to_string());
+            let target = fs::read_link(entry.path()).map_err(crate::error::io(shown))?;
+            target.into_os_string().into_encoded_bytes()
         } else if entry.file_type().is_file() {
             // Without following a symlink put there meanwhile, and without
             // waiting on a FIFO.
-            let content = safe_fs::read_inside(lab, path.strip_prefix(lab).unwrap_or(path))
+            safe_fs::read_inside(lab, relative)
                 .map_err(|refusal| Error::bad_input(say::refusal(&refusal)))?
-                .unwrap_or_default();
-            let executable = entry
-                .metadata()
-                .is_ok_and(|meta| meta.permissions().mode() & 0o111 != 0);
-            (if executable { "exec" } else { "file" }, content)
+                .unwrap_or_default()
         } else {
-            ("other", Vec::new())
+            Vec::new()
         };
-        let blob = Oid::hash_object(ObjectType::Blob, &content)
-            .map_err(crate::error::git("cannot hash a lab file"))?;
-        files.push((format!("{kind} {shown}"), blob));
+        let mode = entry.metadata().map_or(0, |meta| meta.mode());
+        files.insert(relative.to_path_buf(), (mode, hash(&content)));
     }
-    files.sort();
-    let listing: String = files
-        .iter()
-        .map(|(name, blob)| format!("{blob} {name}\n"))
-        .collect();
-    Oid::hash_object(ObjectType::Blob, listing.as_bytes())
-        .map_err(crate::error::git("cannot hash the lab"))
+    Ok(hash(&files))
+}
+
+fn hash(value: &impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn read_record(target: &Path) -> Option<Record> {
@@ -199,7 +180,7 @@ fn package_name(manifest: &str) -> Option<String> {
 /// found it.
 pub struct Builds {
     vouched: Vec<String>,
-    lab_before: Oid,
+    lab_before: u64,
 }
 
 impl Builds {
@@ -220,7 +201,7 @@ impl Builds {
             .filter(|artifact| artifact.is_local() && !artifact.fresh)
             .flat_map(|artifact| artifact.filenames.iter().cloned());
         let record = Record {
-            lab: self.lab_before.to_string(),
+            lab: self.lab_before,
             artifacts: self
                 .vouched
                 .into_iter()
@@ -240,6 +221,7 @@ impl Builds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_lab_hash_sees_content_and_kind_not_times() {
