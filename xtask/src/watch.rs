@@ -25,26 +25,15 @@ pub struct Watcher {
 impl Watcher {
     /// Starts watching `root` from its current state.
     pub fn new(root: &Path) -> Self {
-        let mut watcher = Watcher {
+        Watcher {
             root: root.to_path_buf(),
-            seen: BTreeMap::new(),
-        };
-        watcher.seen = watcher.scan();
-        watcher
-    }
-
-    fn scan(&self) -> BTreeMap<PathBuf, (u64, Option<SystemTime>)> {
-        lab_files(&self.root)
-            .filter_map(|entry| {
-                let meta = entry.metadata().ok()?;
-                Some((entry.into_path(), (meta.len(), meta.modified().ok())))
-            })
-            .collect()
+            seen: scan(root),
+        }
     }
 
     /// True when anything changed since the last call (or since `new`).
-    pub fn changed(&mut self) -> bool {
-        let now = self.scan();
+    fn changed(&mut self) -> bool {
+        let now = scan(&self.root);
         let changed = now != self.seen;
         self.seen = now;
         changed
@@ -76,6 +65,15 @@ impl Watcher {
     }
 }
 
+fn scan(root: &Path) -> BTreeMap<PathBuf, (u64, Option<SystemTime>)> {
+    lab_files(root)
+        .filter_map(|entry| {
+            let meta = entry.metadata().ok()?;
+            Some((entry.into_path(), (meta.len(), meta.modified().ok())))
+        })
+        .collect()
+}
+
 /// Every entry below `lab` that is not a folder (files and symlinks, not
 /// followed), leaving out the build output in the top-level `target/` and
 /// any `.git`: what a learner edits.
@@ -83,17 +81,12 @@ pub fn lab_files(lab: &Path) -> impl Iterator<Item = walkdir::DirEntry> {
     WalkDir::new(lab)
         .min_depth(1)
         .into_iter()
-        .filter_entry(move |entry| !is_ignored(lab, entry.path()))
+        .filter_entry(move |entry| {
+            entry.path().strip_prefix(lab).ok() != Some(Path::new(crate::repo::TARGET_DIR))
+                && entry.file_name() != ".git"
+        })
         .filter_map(Result::ok)
         .filter(|entry| !entry.file_type().is_dir())
-}
-
-fn is_ignored(root: &Path, path: &Path) -> bool {
-    let Ok(relative) = path.strip_prefix(root) else {
-        return false;
-    };
-    relative == Path::new(crate::repo::TARGET_DIR)
-        || path.file_name().is_some_and(|name| name == ".git")
 }
 
 #[cfg(test)]

@@ -37,42 +37,32 @@ pub(super) fn run_all<'m>(
                 step.run(manifest) != command
                     || tests_intact::own_test_change(step, changed).is_some_and(|c| c.missing)
             });
-        let ran = if skipped {
-            None
+        if skipped {
+            runs.push(RunResult { command, ran: None });
+            continue;
+        }
+        let (with_json, json) = with_json_messages(command);
+        let captured = Invocation {
+            command: &with_json,
+            extra: &[],
+            dir: lab,
+            target_dir: target,
+            timeout,
+        }
+        .run()?;
+        let report = if json {
+            let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
+            libtest::parse_cargo(&captured.stdout, stderr)
         } else {
-            Some(run_cargo(lab, target, command, timeout)?)
+            Report {
+                text: captured.output.clone(),
+                ..libtest::parse(&captured.output)
+            }
         };
+        let ran = Some((report, captured));
         runs.push(RunResult { command, ran });
     }
     Ok(runs)
-}
-
-/// Runs `command` in `lab` with cargo's JSON messages.
-fn run_cargo(
-    lab: &Path,
-    target: &Path,
-    command: &[String],
-    timeout: Duration,
-) -> Result<(Report, Captured)> {
-    let (command, json) = with_json_messages(command);
-    let captured = Invocation {
-        command: &command,
-        extra: &[],
-        dir: lab,
-        target_dir: target,
-        timeout,
-    }
-    .run()?;
-    let report = if json {
-        let stderr = &captured.output[..captured.output.len() - captured.stdout.len()];
-        libtest::parse_cargo(&captured.stdout, stderr)
-    } else {
-        libtest::Report {
-            text: captured.output.clone(),
-            ..libtest::parse(&captured.output)
-        }
-    };
-    Ok((report, captured))
 }
 
 /// `command` with cargo's JSON messages asked for (before a `--`, so the

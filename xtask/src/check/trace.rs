@@ -58,14 +58,6 @@ impl Declaration {
     fn module(&self) -> Option<&String> {
         (self.is_mod || self.path.len() > 1).then(|| &self.path[0])
     }
-
-    /// True when the message's backquoted words name its module or item.
-    fn named_in(&self, named: &[&str]) -> bool {
-        [self.path.first(), self.path.last()]
-            .into_iter()
-            .flatten()
-            .any(|name| named.contains(&name.as_str()))
-    }
 }
 
 /// Where a compile error's fix goes.
@@ -148,19 +140,27 @@ impl<'m> Tracer<'m> {
             return None;
         }
         let named = named_words(&error.message);
-        // What the error names, and the `mod` each such `use` needs.
-        let needed: Vec<&String> = root
+        // The declarations of a module or item the error names, and the
+        // `mod` each such `use` needs.
+        let touched: Vec<&Declaration> = root
             .target
             .iter()
-            .filter(|declaration| declaration.named_in(&named))
-            .filter_map(Declaration::module)
+            .filter(|declaration| {
+                [declaration.path.first(), declaration.path.last()]
+                    .into_iter()
+                    .flatten()
+                    .any(|name| named.contains(&name.as_str()))
+            })
             .collect();
         let relevant: Vec<&Declaration> = root
             .target
             .iter()
             .filter(|declaration| {
-                declaration.named_in(&named)
-                    || declaration.is_mod && needed.contains(&&declaration.path[0])
+                touched.contains(declaration)
+                    || declaration.is_mod
+                        && touched
+                            .iter()
+                            .any(|use_| use_.module() == declaration.module())
             })
             .collect();
         let new_file = relevant

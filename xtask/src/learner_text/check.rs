@@ -1,13 +1,11 @@
 //! `check`'s sentences: the report's heading, compile errors and step
-//! rows, the verdict and what to do next, `--watch`'s lines, and its
-//! refusals of a lab whose build folder or test files cannot be trusted.
+//! rows, the verdict and what to do next, `--watch`'s lines, and what it
+//! says of a lab whose test files cannot be trusted.
 
 use std::time::Duration;
 
 pub const COMPILES: &str = "✓ 能编译，测试已运行";
 pub const STEPS: &str = "步骤：";
-/// The label of a step whose filter is empty.
-pub const ALL_TESTS: &str = "全部";
 pub const NEXT: &str = "下一步：先预测你的下一个小改动会让这份报告怎样变化，再动手。";
 pub const FAILED_WITHOUT_A_TEST: &str = "运行失败了，但没有哪个测试失败；输出的最后几行：";
 
@@ -88,11 +86,11 @@ pub fn more_errors(hidden: usize) -> String {
     format!("……还有 {hidden} 个错误没有显示（加 --verbose 看全部）")
 }
 
-/// A step row's label: its title, else its filter, else [`ALL_TESTS`].
+/// A step row's label: its title, else its filter, else "all".
 pub fn step_label(title: Option<&str>, filter: &str) -> String {
     match (title, filter) {
         (Some(title), _) => title.to_string(),
-        (None, "") => ALL_TESTS.to_string(),
+        (None, "") => "全部".to_string(),
         (None, filter) => filter.to_string(),
     }
 }
