@@ -41,7 +41,7 @@ struct CrateRoot<'m> {
 }
 
 /// A top-level `mod NAME;` or `use PATH;` of a crate root, on a line of its
-/// own as rustfmt writes one (a `use` group is not read).
+/// own as rustfmt writes a simple one.
 #[derive(Debug, PartialEq, Eq)]
 struct Declaration {
     /// The line as written, e.g. `pub use block_on::block_on;`.
@@ -49,14 +49,16 @@ struct Declaration {
     /// `pub`: seen from the tests.
     public: bool,
     is_mod: bool,
-    /// The path without a leading `crate`/`self`.
+    /// The path's words without a leading `crate`/`self`.
     path: Vec<String>,
 }
 
 impl Declaration {
     /// The module whose file holds what this declares.
     fn module(&self) -> Option<&String> {
-        (self.is_mod || self.path.len() > 1).then(|| &self.path[0])
+        self.path
+            .first()
+            .filter(|_| self.is_mod || self.path.len() > 1)
     }
 }
 
@@ -277,36 +279,23 @@ fn course_imports(source: &str) -> Vec<Vec<String>> {
 
 /// The crate root's declarations (see [`Declaration`]).
 fn declarations(source: &str) -> Vec<Declaration> {
-    source
-        .lines()
-        .filter_map(|line| {
-            let text = line.split("//").next().unwrap_or_default().trim_end();
-            let (public, item) = match text.strip_prefix("pub ") {
-                Some(item) => (true, item),
-                None => (false, text),
-            };
-            let (is_mod, path) = match item.strip_prefix("mod ") {
-                Some(name) => (true, name),
-                None => (false, item.strip_prefix("use ")?),
-            };
-            let path: Vec<String> = path
-                .strip_suffix(';')?
-                .split("::")
-                .map(str::trim)
-                .filter(|segment| !matches!(*segment, "crate" | "self"))
-                .map(String::from)
-                .collect();
-            let plain = path.iter().all(|segment| {
-                !segment.is_empty() && segment.chars().all(|c| c.is_alphanumeric() || c == '_')
-            });
-            (plain && !path.is_empty()).then(|| Declaration {
-                text: text.to_string(),
-                public,
-                is_mod,
-                path,
-            })
+    let declaration = |line: &str| {
+        let text = line.split("//").next().unwrap_or_default().trim_end();
+        let item = text.strip_prefix("pub ").unwrap_or(text);
+        let is_mod = item.starts_with("mod ");
+        let path = words(item)
+            .skip(1)
+            .filter(|word| !matches!(*word, "crate" | "self"))
+            .map(String::from)
+            .collect();
+        ((is_mod || item.starts_with("use ")) && text.ends_with(';')).then(|| Declaration {
+            text: text.to_string(),
+            public: item.len() < text.len(),
+            is_mod,
+            path,
         })
-        .collect()
+    };
+    source.lines().filter_map(declaration).collect()
 }
 
 #[cfg(test)]
