@@ -1,21 +1,13 @@
 //! `check NN DIR`: where the learner stands, not raw cargo noise — does it
-//! compile (and which teaching file each error belongs to), which steps are
-//! green, and the first deviation of the first failing test. The report is
-//! the learner's, so it speaks the course's language ([`crate::learner_text`]).
+//! compile (and which teaching file each error belongs to, [`trace`]), which
+//! steps are green, and the first deviation of the first failing test, in
+//! the course's language ([`crate::learner_text`]).
 //!
-//! Never green on wrong work:
-//! - the lab is built in its own target folder (`DIR/target`), whatever
-//!   `CARGO_TARGET_DIR` says, and every local package is rebuilt from what
-//!   the lab holds now unless check's record shows cargo's build is of
-//!   exactly that ([`freshness`]);
-//! - the test files the lab got from the target (the focused test, a step's
-//!   own test file) must still be the target's, byte for byte: a changed or
-//!   missing one is reported with the command that restores it;
-//! - a run in which no test ran is red, whatever `expectedTests` says;
-//! - the exit status is the verdict even when stdout is closed.
-//!
-//! Compile errors come from cargo's JSON messages, each shown as rustc
-//! rendered it, under the teaching file where the fix goes ([`trace`]).
+//! Never green on wrong work: the lab is built in its own target folder
+//! (`DIR/target`), whatever `CARGO_TARGET_DIR` says, from what it holds now
+//! ([`freshness`]); its test files must be the target's ([`tests_intact`]);
+//! a run in which no test ran is red; the exit status is the verdict even
+//! when stdout is closed.
 
 mod judge;
 mod report;

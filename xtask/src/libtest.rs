@@ -51,7 +51,7 @@ pub struct CompileError {
     pub message: String,
     /// `path:line:column` as cargo prints it, relative to the workspace.
     pub location: Option<String>,
-    /// rustc's own text for the error (JSON runs only), shown intact.
+    /// rustc's own text for the error, shown intact (else its message).
     pub rendered: String,
     /// The files the diagnostic points at, most telling first: its primary
     /// spans, its other spans, then its child notes' spans (JSON runs only).
@@ -208,10 +208,11 @@ impl Diagnostic {
                 files.push(span.file_name.clone());
             }
         }
+        let rendered = self.rendered.unwrap_or_else(|| self.message.clone());
         CompileError {
             message: self.message,
             location,
-            rendered: self.rendered.unwrap_or_default(),
+            rendered,
             files,
         }
     }

@@ -80,12 +80,7 @@ fn print_errors(errors: &[ErrorAt], focused_ran: bool) {
             file => say::error_in(file.as_deref(), location),
         };
         outln!("\n{heading}");
-        let text = if error.rendered.is_empty() {
-            &error.message
-        } else {
-            &error.rendered
-        };
-        outln!("{}", text.trim_end());
+        outln!("{}", error.rendered.trim_end());
     }
     if errors.len() > ERRORS_SHOWN {
         outln!("{}", say::more_errors(errors.len() - ERRORS_SHOWN));
@@ -136,8 +131,8 @@ fn print_ending(position: &Position) {
         return outln!("{}", say::NEXT);
     };
     outln!("{}", say::FAILED_WITHOUT_A_TEST);
-    let tail: Vec<&str> = output.lines().rev().take(10).collect();
-    for line in tail.iter().rev() {
+    let lines: Vec<&str> = output.lines().collect();
+    for line in &lines[lines.len().saturating_sub(10)..] {
         outln!("  {line}");
     }
 }
