@@ -35,7 +35,7 @@ use crate::watch;
 const RECORD: &str = "xtask-check.json";
 
 /// What the last check's build saw and left.
-#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct Record {
     /// [`lab_hash`] of the lab when it was built.
     lab: u64,
@@ -43,23 +43,13 @@ struct Record {
     artifacts: BTreeMap<String, Stamp>,
 }
 
-/// Who a file is, as far as a later build would change it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-struct Stamp {
-    len: u64,
-    mtime_ns: i128,
-    inode: u64,
-}
+/// Who a file is, as far as a later build would change it: its size,
+/// modification time (seconds, nanoseconds) and inode.
+type Stamp = (u64, i64, i64, u64);
 
-impl Stamp {
-    fn of(path: &str) -> Option<Stamp> {
-        let meta = fs::symlink_metadata(path).ok()?;
-        Some(Stamp {
-            len: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            inode: meta.ino(),
-        })
-    }
+fn stamp(path: &str) -> Option<Stamp> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    Some((meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()))
 }
 
 /// Makes the next run in `target` build the lab's own packages from what
@@ -74,7 +64,7 @@ pub fn prepare(lab: &Path, target: &Path, timeout: Duration) -> Result<Builds> {
             && record
                 .artifacts
                 .iter()
-                .all(|(path, stamp)| Stamp::of(path) == Some(*stamp))
+                .all(|(path, recorded)| stamp(path) == Some(*recorded))
     });
     let vouched = match vouched {
         Some(record) => record.artifacts.into_keys().collect(),
@@ -206,7 +196,7 @@ impl Builds {
                 .vouched
                 .into_iter()
                 .chain(built)
-                .filter_map(|path| Stamp::of(&path).map(|stamp| (path, stamp)))
+                .filter_map(|path| Some((path.clone(), stamp(&path)?)))
                 .collect(),
         };
         let text = serde_json::to_string(&record).expect("a record serializes");

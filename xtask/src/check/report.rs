@@ -186,25 +186,17 @@ const LONG_SIDE: usize = 30;
 /// character position (from 1) and a short piece of each side from there.
 fn first_difference(message: &str) -> Option<(usize, String, String)> {
     let side = |name: &str| {
-        message
+        let line = message
             .lines()
-            .find_map(|line| line.trim_start().strip_prefix(name))
-            .map(str::trim)
+            .find_map(|line| line.trim_start().strip_prefix(name));
+        line.map(|side| side.trim().chars().collect::<Vec<char>>())
     };
     let (left, right) = (side("left:")?, side("right:")?);
-    let (left, right): (Vec<char>, Vec<char>) = (left.chars().collect(), right.chars().collect());
-    if left.len().max(right.len()) < LONG_SIDE {
-        // Short sides are read at a glance.
+    // Short sides are read at a glance.
+    if left.len().max(right.len()) < LONG_SIDE || left == right {
         return None;
     }
-    let at = left
-        .iter()
-        .zip(&right)
-        .position(|(a, b)| a != b)
-        .unwrap_or(left.len().min(right.len()));
-    if at == left.len() && at == right.len() {
-        return None;
-    }
+    let at = left.iter().zip(&right).take_while(|(a, b)| a == b).count();
     let piece = |side: &[char]| {
         let rest: String = side[at..].iter().take(24).collect();
         if rest.is_empty() {
