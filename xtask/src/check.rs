@@ -100,7 +100,6 @@ struct ErrorAt {
 #[serde(rename_all = "camelCase")]
 struct StepStatus {
     id: String,
-    /// The step's name from the manifest, if it has one.
     title: Option<String>,
     /// The test-name filter as the manifest gives it ("" selects all).
     filter: String,
@@ -119,8 +118,8 @@ impl cli::Check {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
-            let position = self.check(repo, &manifest, &lab)?;
-            self.print(&position);
+            let mut position = position(repo, &manifest, &lab, self.timeout())?;
+            self.print(&mut position);
             return verdict(&position);
         }
         // Ctrl-C is recorded, not fatal, so it ends the loop with its one
@@ -134,12 +133,12 @@ impl cli::Check {
                 return Err(Error::bad_input(say::lab_vanished(&display_path(&lab))));
             }
             noteln!("{}", say::checking(&display_path(&lab)));
-            let position = self.check(repo, &manifest, &lab)?;
+            let mut position = position(repo, &manifest, &lab, self.timeout())?;
             if !self.json && terminal {
                 // Clear the screen so only the newest report shows.
                 out!("\x1b[2J\x1b[H");
             }
-            self.print(&position);
+            self.print(&mut position);
             if !self.json {
                 outln!("\n{}", say::watching(&display_path(&lab)));
             }
@@ -153,14 +152,6 @@ impl cli::Check {
                 return verdict(&position);
             }
         }
-    }
-
-    fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
-        let mut position = position(repo, manifest, lab, self.timeout())?;
-        if self.json && self.verbose {
-            position.cargo_output = Some(position.output.clone());
-        }
-        Ok(position)
     }
 }
 

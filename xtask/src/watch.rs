@@ -43,23 +43,23 @@ impl Watcher {
     /// Returns false if `deadline` passes with no change, a signal asked
     /// the process to stop, or nobody reads standard output any more.
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
-        while !self.changed() {
-            let late = deadline.is_some_and(|deadline| Instant::now() >= deadline);
-            if late || signals::interrupted() || crate::out::stdout_reader_gone() {
-                return false;
-            }
-            thread::sleep(poll);
-        }
-        let mut last_change = Instant::now();
+        let mut last_change = None;
         loop {
             if signals::interrupted() {
                 return false;
             }
-            thread::sleep(poll.min(quiet));
             if self.changed() {
-                last_change = Instant::now();
-            } else if last_change.elapsed() >= quiet {
-                return true;
+                last_change = Some(Instant::now());
+            }
+            match last_change {
+                Some(at) if at.elapsed() >= quiet => return true,
+                Some(_) => thread::sleep(poll.min(quiet)),
+                None if deadline.is_some_and(|deadline| Instant::now() >= deadline)
+                    || crate::out::stdout_reader_gone() =>
+                {
+                    return false;
+                }
+                None => thread::sleep(poll),
             }
         }
     }

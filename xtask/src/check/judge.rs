@@ -2,6 +2,8 @@
 //! error once with the teaching file where its fix goes, each step's row,
 //! the first failing test, and whether the whole chapter is complete.
 
+use std::collections::HashSet;
+
 use super::run::RunResult;
 use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
 use crate::libtest::{Failure, Report};
@@ -71,25 +73,18 @@ fn report_of<'r>(runs: &'r [RunResult<'_>], command: &[String]) -> Option<&'r Re
 /// Every compile error of the runs, once, with the teaching file where its
 /// fix goes ([`trace`]).
 fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt> {
-    let mut errors: Vec<ErrorAt> = Vec::new();
-    for error in runs
-        .iter()
+    let mut seen = HashSet::new();
+    runs.iter()
         .filter_map(|run| run.ran.as_ref())
         .flat_map(|(report, _)| &report.errors)
-    {
-        let seen = errors
-            .iter()
-            .any(|known| known.rendered == error.rendered && known.message == error.message);
-        if !seen {
-            errors.push(ErrorAt {
-                message: error.message.clone(),
-                location: error.location.clone(),
-                advice: tracer.advice(error),
-                rendered: error.rendered.clone(),
-            });
-        }
-    }
-    errors
+        .filter(|error| seen.insert((&error.rendered, &error.message)))
+        .map(|error| ErrorAt {
+            message: error.message.clone(),
+            location: error.location.clone(),
+            advice: tracer.advice(error),
+            rendered: error.rendered.clone(),
+        })
+        .collect()
 }
 
 /// The first failing test: the focused run's, else the first step run's

@@ -13,9 +13,13 @@ const ERRORS_SHOWN: usize = 5;
 
 impl cli::Check {
     /// Prints `position`: as JSON (one document, or one line per report
-    /// with `--watch`) or as the learner's report.
-    pub(super) fn print(&self, position: &Position) {
+    /// with `--watch`; cargo's output too with `--verbose`) or as the
+    /// learner's report.
+    pub(super) fn print(&self, position: &mut Position) {
         if self.json {
+            if self.verbose {
+                position.cargo_output = Some(position.output.clone());
+            }
             if self.watch {
                 // One object per line, so a reader can take each report as it comes.
                 let line = serde_json::to_string(position).expect("reports serialize");

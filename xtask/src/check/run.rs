@@ -69,11 +69,9 @@ pub(super) fn run_all<'m>(
 /// flag is cargo's), and whether it was: only a cargo command gets it.
 fn with_json_messages(command: &[String]) -> (Vec<String>, bool) {
     let mut command = command.to_vec();
-    let is_cargo = command.first().is_some_and(|program| {
-        Path::new(program)
-            .file_name()
-            .is_some_and(|name| name == "cargo")
-    });
+    let is_cargo = command
+        .first()
+        .is_some_and(|program| Path::new(program).file_name() == Some("cargo".as_ref()));
     if !is_cargo
         || command
             .iter()

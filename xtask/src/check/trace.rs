@@ -1,6 +1,7 @@
 //! Which teaching file a compile error's fix goes to: the first teaching
 //! file among the error's primary span, its other spans and its notes'
-//! spans; else the module the lab's tests import a named item from
+//! spans; else a module the message names (`course::types`); else the
+//! module the lab's tests import a named item from
 //! (`use course::types::{SystemMessage, …}`); else, for a name the tests
 //! cannot find, the crate root, which exports it.
 //!
@@ -195,9 +196,8 @@ impl<'m> Tracer<'m> {
         })
     }
 
-    /// The first teaching file among the error's spans, else a module the
-    /// message names, else the module the tests import a named item from,
-    /// else the crate root for a name the tests cannot find.
+    /// The teaching file for `error` by its spans, the names in its message
+    /// and the tests' imports (see the module doc).
     fn teaching_file(&self, error: &CompileError) -> Option<&'m RepoPath> {
         let teaching = self.teaching;
         let named = named_words(&error.message);
