@@ -1,19 +1,11 @@
-//! Keeping cargo honest about a lab's sources, through cargo's supported
-//! interface only.
-//!
-//! Cargo decides that a local package is unchanged from file times, so a
-//! lab file replaced by an older copy (`cp -p`, a restored backup) would let
-//! it reuse a test binary built from what was there before, by `check` or
-//! by the learner's own `cargo test`: a false green. So `check` keeps one
-//! record in the lab's target folder ([`RECORD`]): a hash of the lab's files
-//! as its last build saw them, and the size, time and inode of each local
-//! artifact that build left (from cargo's JSON `compiler-artifact` messages).
-//! Unless both still match, [`prepare`] runs `cargo clean -p` for the lab's
-//! own packages (registry dependencies are left alone), so cargo rebuilds
-//! them from what the lab holds now. The record is removed before the runs
-//! (an interrupted check leaves none) and written anew after them by
-//! [`Builds::record`], unless the lab changed meanwhile. An unchanged lab
-//! checks about as fast as a plain `cargo test` (`xtask/BENCHMARKS.md`).
+//! Keeping cargo honest about a lab's sources (README, "Freshness"): cargo
+//! trusts file times, so a lab file replaced by an older copy (`cp -p`)
+//! would let it reuse a test binary built from what was there before. A
+//! record in the lab's target folder ([`RECORD`]) holds a hash of the lab's
+//! files as the last check's build saw them and a [`Stamp`] of each local
+//! artifact it left; unless both still match, [`prepare`] runs `cargo clean
+//! -p` for the lab's own packages. The record is removed before the runs
+//! and written anew after them ([`Builds::record`]).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -57,7 +49,8 @@ fn stamp(path: &str) -> Option<Stamp> {
 /// already that (see the module doc).
 pub fn prepare(lab: &Path, target: &Path, timeout: Duration) -> Result<Builds> {
     let lab_before = lab_hash(lab)?;
-    let recorded = read_record(target);
+    let recorded = fs::read(target.join(RECORD)).ok();
+    let recorded: Option<Record> = recorded.and_then(|text| serde_json::from_slice(&text).ok());
     remove_record(target)?;
     let vouched = recorded.filter(|record| {
         record.lab == lab_before
@@ -122,11 +115,6 @@ fn hash(value: &impl Hash) -> u64 {
     let mut hasher = DefaultHasher::new();
     value.hash(&mut hasher);
     hasher.finish()
-}
-
-fn read_record(target: &Path) -> Option<Record> {
-    let text = fs::read(target.join(RECORD)).ok()?;
-    serde_json::from_slice(&text).ok()
 }
 
 fn remove_record(target: &Path) -> Result<()> {

@@ -69,24 +69,18 @@ pub struct Failure {
 impl Report {
     /// How many tests whose name contains `filter` passed, and how many ran.
     pub fn count(&self, filter: &str) -> (usize, usize) {
-        let passed = self
-            .passed
-            .iter()
-            .filter(|name| name.contains(filter))
-            .count();
+        let passed = self.passed.iter().filter(|n| n.contains(filter)).count();
         let failed = self
             .failed
             .iter()
-            .filter(|failure| failure.name.contains(filter))
+            .filter(|f| f.name.contains(filter))
             .count();
         (passed, passed + failed)
     }
 
     /// True when the failure list names `test` (by its last path segment).
     pub fn failed_test(&self, test: &str) -> bool {
-        self.failed
-            .iter()
-            .any(|failure| short_name(&failure.name) == test)
+        self.failed.iter().any(|f| short_name(&f.name) == test)
     }
 }
 
@@ -185,16 +179,12 @@ struct Span {
 
 impl Diagnostic {
     fn into_error(self) -> CompileError {
-        let primary = self.spans.iter().find(|span| span.is_primary);
-        let location = primary.map(|span| {
-            format!(
-                "{}:{}:{}",
-                span.file_name, span.line_start, span.column_start
-            )
-        });
         // Primary spans first (a stable sort), then the child notes', breadth first.
         let mut spans: Vec<&Span> = self.spans.iter().collect();
         spans.sort_by_key(|span| !span.is_primary);
+        let primary = spans.first().filter(|span| span.is_primary);
+        let location =
+            primary.map(|at| format!("{}:{}:{}", at.file_name, at.line_start, at.column_start));
         let mut children: Vec<&Diagnostic> = self.children.iter().collect();
         let mut at = 0;
         while let Some(&child) = children.get(at) {

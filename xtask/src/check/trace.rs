@@ -1,16 +1,13 @@
 //! Which teaching file a compile error's fix goes to: the first teaching
-//! file among the error's primary span, its other spans and its notes'
-//! spans; else a module the message names (`course::types`); else the
-//! module the lab's tests import a named item from
-//! (`use course::types::{SystemMessage, …}`); else, for a name the tests
-//! cannot find, the crate root, which exports it.
+//! file among the error's spans (its notes' too); else a module the message
+//! names (`course::types`); else the module the lab's tests import a named
+//! item from; else, for a name the tests cannot find, the crate root.
 //!
-//! A module or item the error names that the target's crate root declares
-//! (`mod block_on;`, `pub use block_on::block_on;`) comes first: when the
-//! lab's crate root lacks one of those declarations the fix goes there,
-//! quoted from the target; when they are all there but the module's file is
-//! not, the fix is that file. So the advice is the chapter's own answer,
-//! never a fixed phrase.
+//! First, though: when the error names a module or item the target's crate
+//! root declares (`mod block_on;`, `pub use block_on::block_on;`) and the
+//! lab's crate root lacks that declaration, the fix is to add it, quoted
+//! from the target; when the declarations are there but the module's file
+//! is not, the fix is that file.
 
 use std::path::Path;
 

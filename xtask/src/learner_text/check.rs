@@ -35,7 +35,6 @@ pub fn first_failure(name: &str) -> String {
     format!("第一个失败的测试：{name}")
 }
 
-/// The chapter is done: the reference answer may now be compared.
 pub fn complete(passed: usize, chapter: &str) -> String {
     format!("全部 {passed} 个聚焦测试通过：第 {chapter} 章完成。")
 }
