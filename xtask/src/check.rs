@@ -175,9 +175,8 @@ pub fn position(
         ),
         ..Position::default()
     };
-    let (changed, verified) = tests_intact::changed_tests(repo, manifest, lab)?;
-    position.changed_tests = changed;
-    position.tests_verified = verified;
+    (position.changed_tests, position.tests_verified) =
+        tests_intact::changed_tests(repo, manifest, lab)?;
     if !position.focused_test_present {
         position.output = tests_intact::restore_hint(manifest, &position.changed_tests);
         return Ok(position);
@@ -196,7 +195,6 @@ pub fn position(
 }
 
 impl Position {
-    /// True when the whole chapter passes: focused tests and every step.
     pub fn complete(&self) -> bool {
         self.complete
     }

@@ -51,10 +51,9 @@ impl cli::Check {
         } else if position.compiled {
             outln!("{}", say::COMPILES);
         } else if !position.errors.is_empty() {
-            // The focused tests ran, so what does not compile is a later
+            // When the focused tests ran, what does not compile is a later
             // step's own test file: not the next thing to do.
-            let focused_ran = position.ran > 0;
-            print_errors(&position.errors, focused_ran);
+            print_errors(&position.errors, position.ran > 0);
         }
         print_steps(&position.steps);
         print_failure(position);
@@ -150,11 +149,7 @@ fn print_steps(steps: &[StepStatus]) {
         .iter()
         .map(|step| say::step_label(step.title.as_deref(), &step.filter))
         .collect();
-    let width = labels
-        .iter()
-        .map(|label| display_width(label))
-        .max()
-        .unwrap_or(0);
+    let width = labels.iter().map(|l| display_width(l)).max().unwrap_or(0);
     for (step, label) in steps.iter().zip(&labels) {
         let mark = if step.green { " ✓" } else { "" };
         let pad = width - display_width(label);

@@ -26,11 +26,7 @@ pub(super) fn changed_tests(
     };
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
     // The root as the user would type it (no trailing `/`).
-    let root = repo.root.display().to_string();
-    let root = match root.trim_end_matches('/') {
-        "" => &root,
-        trimmed => trimmed,
-    };
+    let root = repo.root.components().as_path().display().to_string();
     let mut changed = Vec::new();
     let mut verified = true;
     for test in manifest.lab_tests() {
@@ -44,7 +40,7 @@ pub(super) fn changed_tests(
         if actual.ok().flatten().as_deref() != Some(expected.as_slice()) {
             let restore = format!(
                 "git -C {} show {} > {}",
-                shell_word(root),
+                shell_word(&root),
                 shell_word(&format!("{}:{test}", checkpoint.target.short)),
                 shell_word(&test.under(lab).display().to_string()),
             );

@@ -223,8 +223,7 @@ impl<'m> Tracer<'m> {
 
     /// The teaching file of module `module` (never the crate root).
     fn module_file(&self, module: &str) -> Option<&'m RepoPath> {
-        let teaching = self.teaching;
-        teaching
+        self.teaching
             .iter()
             .find(|path| stem(path) == module && module != "lib")
     }
@@ -236,10 +235,8 @@ impl<'m> Tracer<'m> {
 
 /// A teaching file's name without `.rs`: its module.
 fn stem(path: &RepoPath) -> &str {
-    let path = Path::new(path.as_str());
-    path.file_stem()
-        .and_then(|stem| stem.to_str())
-        .unwrap_or_default()
+    let stem = Path::new(path.as_str()).file_stem();
+    stem.and_then(|stem| stem.to_str()).unwrap_or_default()
 }
 
 /// The identifiers inside the backquoted parts of a compiler message.
