@@ -26,9 +26,8 @@ use super::names::{contains_word, public_names};
 use super::work::{Work, progress};
 use crate::chapter;
 use crate::error::{self, Error, Result};
-use crate::manifest::{Mode, RepoPath};
+use crate::manifest::Mode;
 use crate::repo::CourseRepo;
-use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
@@ -37,7 +36,7 @@ pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
     progress(chapter.id(), "leak: writing a practice folder");
     let dir = work.lab(chapter, "leak", &chapter.manifest)?;
     let files = practice_files(&dir)?;
-    let mut problems = differences(work.repo, chapter, &dir, &files)?;
+    let mut problems = differences(work.repo, chapter, &files)?;
     let names = added_names(work.repo, chapter)?;
     problems.extend(name_leaks(work.repo, chapter, &files, &names)?);
     problems.extend(answer_copies(work.repo, chapter, &files)?);
@@ -68,46 +67,25 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
         let entry = entry.map_err(|error| {
             Error::check_failed(format!("cannot walk {}: {error}", dir.display()))
         })?;
-        let kind = entry.file_type();
-        if kind.is_dir() {
-            continue;
-        }
         let path = entry.path();
-        let relative = path
-            .strip_prefix(dir)
-            .expect("walkdir stays below its root")
-            .to_path_buf();
         let read = error::io(format!("cannot read {}", path.display()));
-        let (bytes, mode, content) = if kind.is_symlink() {
+        let kind = entry.file_type();
+        let (bytes, mode, content) = if kind.is_dir() {
+            continue;
+        } else if kind.is_symlink() {
             let target = fs::read_link(path).map_err(read)?;
-            (
-                target.as_os_str().as_bytes().to_vec(),
-                tree::MODE_SYMLINK,
-                None,
-            )
-        } else if kind.is_file() {
-            let meta = entry.metadata().map_err(|error| {
-                Error::check_failed(format!("cannot inspect {}: {error}", path.display()))
-            })?;
-            // Never through a symlink, never waiting on a FIFO put there meanwhile.
-            let content = safe_fs::read_inside(dir, &relative)
-                .map_err(|refusal| Error::check_failed(format!("cannot read {refusal}")))?
-                .unwrap_or_default();
-            (
-                content.clone(),
-                tree::file_mode(meta.permissions().mode()),
-                Some(content),
-            )
+            let bytes = target.as_os_str().as_bytes().to_vec();
+            (bytes, tree::MODE_SYMLINK, None)
         } else {
-            return Err(Error::check_failed(format!(
-                "{} is neither a file, a folder nor a symlink",
-                relative.display()
-            )));
+            let meta = fs::symlink_metadata(path).map_err(read)?;
+            let content = fs::read(path).map_err(error::io("cannot read a practice file"))?;
+            let mode = tree::file_mode(meta.permissions().mode());
+            (content.clone(), mode, Some(content))
         };
         let oid =
             Oid::hash_object(ObjectType::Blob, &bytes).map_err(error::git("cannot hash a file"))?;
         files.push(PracticeFile {
-            relative,
+            relative: path.strip_prefix(dir).unwrap_or(path).to_path_buf(),
             blob: (oid, mode),
             content,
         });
@@ -115,133 +93,72 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-/// What a practice folder's files must be: the base tree's blobs, the
-/// files from the target and the handout.
-struct Expected {
-    base: BTreeMap<PathBuf, tree::Blob>,
-    /// Each file from the target (a lab test, a lab file) and its blob there.
-    from_target: BTreeMap<PathBuf, Option<tree::Blob>>,
-    guide: String,
-    tutor: Option<String>,
-    /// The base commit's short id, for messages.
-    base_short: String,
-}
-
-impl Expected {
-    fn new(repo: &CourseRepo, chapter: &Chapter) -> Result<Expected> {
-        let manifest = &chapter.manifest;
-        let base = chapter.checkpoint.base(manifest.mode);
-        let base_tree = repo.tree_of(base.oid)?;
-        let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
-        let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
-        let from_target = manifest
-            .target_files()
-            .into_iter()
-            .map(|test| {
-                let path = PathBuf::from(test.as_str());
-                let blob = target.get(&path).copied();
-                (path, blob)
-            })
-            .collect();
-        Ok(Expected {
-            base: tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?,
-            from_target,
-            // verify's labs are built without a pointer to a real place.
-            guide: crate::learner_text::guide_with_header(
-                manifest,
-                &chapter.checkpoint,
-                None,
-                &chapter.handout.guide,
-            ),
-            tutor: chapter.handout.tutor.clone(),
-            base_short: base.short.clone(),
-        })
-    }
-
-    /// What is wrong with one file of the practice folder, if anything.
-    fn problem(&self, file: &PracticeFile) -> Option<String> {
-        let relative = &file.relative;
-        let shown = relative.display();
-        let handout = if relative == Path::new(chapter::GUIDE_FILE) {
-            Some((Some(&self.guide), "the chapter's guide with its header"))
-        } else if relative == Path::new(chapter::TUTOR_FILE) && self.tutor.is_some() {
-            Some((self.tutor.as_ref(), "the course's tutor protocol"))
-        } else {
-            None
-        };
-        if let Some((wanted, what)) = handout {
-            let same = file.content.as_deref() == wanted.map(String::as_bytes);
-            return (!same).then(|| format!("{shown} is not {what}"));
-        }
-        let (wanted, from) = match self.from_target.get(relative) {
-            Some(blob) => (blob.as_ref(), "the target's version"),
-            None => (self.base.get(relative), "the base tree"),
-        };
-        let Some(wanted) = wanted else {
-            return Some(format!(
-                "{shown} is not in {}'s learner world",
-                self.base_short
-            ));
-        };
-        (file.blob != (wanted.oid, tree::normal_mode(wanted.mode)))
-            .then(|| format!("{shown} differs from {from}"))
-    }
-
-    /// The files from the target and base files the practice folder lacks.
-    fn missing(&self, files: &[PracticeFile]) -> Vec<String> {
-        let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
-        let handed = self.from_target.keys().filter(|file| !seen.contains(file));
-        let base = self
-            .base
-            .keys()
-            .filter(|path| !seen.contains(path) && !self.from_target.contains_key(*path));
-        handed
-            .map(|file| format!("{} from the target is missing", file.display()))
-            .chain(base.map(|path| format!("{} from the base tree is missing", path.display())))
-            .collect()
-    }
-}
-
-/// Compares a practice folder with the trees it was made from: no tooling,
-/// no `.git`, every file the base tree's, the target's or the handout's.
+/// What is wrong with the practice folder's files beside the trees and the
+/// handout it was made from: each must be the base tree's (no tooling, no
+/// `.git`), the target's (the files from the target) or the handout's, and
+/// none may be missing.
 fn differences(
     repo: &CourseRepo,
     chapter: &Chapter,
-    dir: &Path,
     files: &[PracticeFile],
 ) -> Result<Vec<String>> {
-    let expected = Expected::new(repo, chapter)?;
-    let mut problems = Vec::new();
-    for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
-        if fs::symlink_metadata(dir.join(forbidden)).is_ok() {
-            problems.push(format!("the practice folder holds `{forbidden}`"));
+    let manifest = &chapter.manifest;
+    let base = chapter.checkpoint.base(manifest.mode);
+    let base_tree = repo.tree_of(base.oid)?;
+    let mut expected = tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?;
+    let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
+    let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
+    for file in manifest.target_files() {
+        let path = PathBuf::from(file.as_str());
+        if let Some(blob) = target.get(&path) {
+            expected.insert(path, *blob);
         }
     }
-    problems.extend(files.iter().filter_map(|file| expected.problem(file)));
-    problems.extend(expected.missing(files));
+    // verify's labs are built without a pointer to a real place.
+    let guide = crate::learner_text::guide_with_header(
+        manifest,
+        &chapter.checkpoint,
+        None,
+        &chapter.handout.guide,
+    );
+    let mut handout = vec![(chapter::GUIDE_FILE, Some(guide))];
+    if chapter.handout.tutor.is_some() {
+        handout.push((chapter::TUTOR_FILE, chapter.handout.tutor.clone()));
+    }
+    let mut problems = Vec::new();
+    for file in files {
+        let shown = file.relative.display();
+        let given = handout
+            .iter()
+            .find(|(name, _)| file.relative == Path::new(name));
+        if let Some((_, wanted)) = given {
+            if file.content.as_deref() != wanted.as_deref().map(str::as_bytes) {
+                problems.push(format!("{shown} is not the handout practice writes"));
+            }
+        } else if let Some(wanted) = expected.get(&file.relative) {
+            if file.blob != (wanted.oid, tree::normal_mode(wanted.mode)) {
+                problems.push(format!("{shown} differs from the tree it was written from"));
+            }
+        } else {
+            problems.push(format!("{shown} is not in {}'s learner world", base.short));
+        }
+    }
+    let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
+    let missing = expected.keys().filter(|path| !seen.contains(path));
+    problems.extend(missing.map(|path| format!("{} is missing", path.display())));
     Ok(problems)
 }
 
-/// The files a practice folder may name the layer's public names in: the
-/// files from the target and the guide, and in `observe` mode the teaching
-/// files themselves.
-fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
+/// The files a practice folder may hand out the answer in: the files from
+/// the target and the guide, and in `observe` mode the teaching files.
+fn exempt(chapter: &Chapter) -> Vec<PathBuf> {
     let manifest = &chapter.manifest;
-    let mut allowed: Vec<PathBuf> = manifest
-        .target_files()
-        .into_iter()
-        .map(|test| PathBuf::from(test.as_str()))
-        .collect();
-    allowed.push(PathBuf::from(chapter::GUIDE_FILE));
+    let mut exempt = manifest.target_files();
     if manifest.mode == Mode::Observe {
-        allowed.extend(
-            manifest
-                .teaching_files
-                .iter()
-                .map(|file| PathBuf::from(file.as_str())),
-        );
+        exempt.extend(&manifest.teaching_files);
     }
-    allowed
+    let exempt = exempt.into_iter().map(|file| PathBuf::from(file.as_str()));
+    exempt.chain([PathBuf::from(chapter::GUIDE_FILE)]).collect()
 }
 
 /// The public names the layer adds to its teaching files, with the file
@@ -249,19 +166,15 @@ fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
 fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, String>> {
     let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let target = repo.tree_of(chapter.checkpoint.target.oid)?;
-    let names_in = |tree: &git2::Tree<'_>, path: &str| -> Result<BTreeSet<String>> {
-        let source = tree::file_at(&repo.git, tree, path)?.unwrap_or_default();
-        Ok(public_names(&String::from_utf8_lossy(&source))
-            .into_iter()
-            .collect())
-    };
     let mut before = BTreeSet::new();
-    for teaching in &chapter.manifest.teaching_files {
-        before.extend(names_in(&parent, teaching.as_str())?);
-    }
     let mut added = BTreeMap::new();
     for teaching in &chapter.manifest.teaching_files {
-        for name in names_in(&target, teaching.as_str())? {
+        let source = tree::file_at(&repo.git, &parent, teaching.as_str())?.unwrap_or_default();
+        before.extend(public_names(&String::from_utf8_lossy(&source)));
+    }
+    for teaching in &chapter.manifest.teaching_files {
+        let source = tree::file_at(&repo.git, &target, teaching.as_str())?.unwrap_or_default();
+        for name in public_names(&String::from_utf8_lossy(&source)) {
             if !before.contains(&name) {
                 added.entry(name).or_insert_with(|| teaching.to_string());
             }
@@ -270,7 +183,7 @@ fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, 
     Ok(added)
 }
 
-/// Every file of the practice folder but the allowed ones that mentions one
+/// Every file of the practice folder but the exempt ones that mentions one
 /// of `names` as a whole word where the parent's version of that file does
 /// not (a word the starting point already had, like a module `tool` before
 /// chapter 06 adds `Tool`s, gives nothing away).
@@ -280,13 +193,10 @@ fn name_leaks(
     files: &[PracticeFile],
     names: &BTreeMap<String, String>,
 ) -> Result<Vec<String>> {
-    let allowed = allowed(chapter);
+    let exempt = exempt(chapter);
     let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let mut problems = Vec::new();
-    for file in files
-        .iter()
-        .filter(|file| !allowed.contains(&file.relative))
-    {
+    for file in files.iter().filter(|file| !exempt.contains(&file.relative)) {
         let Some(content) = &file.content else {
             continue;
         };
@@ -297,8 +207,7 @@ fn name_leaks(
         for (name, teaching) in names {
             if contains_word(&text, name) && !contains_word(&before, name) {
                 problems.push(format!(
-                    "`{name}` (added to {teaching} by the layer) appears in {}",
-                    file.relative.display()
+                    "`{name}` (added to {teaching} by the layer) appears in {relative}"
                 ));
             }
         }
@@ -306,9 +215,8 @@ fn name_leaks(
     Ok(problems)
 }
 
-/// Every file of the practice folder (but a teaching file in `observe`
-/// mode) whose content, whitespace aside, is a teaching file's content at
-/// the target.
+/// Every file of the practice folder but the exempt ones whose content,
+/// whitespace aside, is a teaching file's content at the target.
 fn answer_copies(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -317,7 +225,7 @@ fn answer_copies(
     let manifest = &chapter.manifest;
     let target = &chapter.checkpoint.target;
     let tree = repo.tree_of(target.oid)?;
-    let mut answers: HashMap<Vec<u8>, &RepoPath> = HashMap::new();
+    let mut answers = HashMap::new();
     for teaching in &manifest.teaching_files {
         let content = tree::file_at(&repo.git, &tree, teaching.as_str())?.unwrap_or_default();
         let squeezed = without_whitespace(&content);
@@ -325,18 +233,10 @@ fn answer_copies(
             answers.entry(squeezed).or_insert(teaching);
         }
     }
-    let observed = |path: &Path| {
-        manifest.mode == Mode::Observe
-            && manifest
-                .teaching_files
-                .iter()
-                .any(|file| Path::new(file.as_str()) == path)
-    };
+    let exempt = exempt(chapter);
     let mut problems = Vec::new();
-    for file in files.iter().filter(|file| !observed(&file.relative)) {
-        let Some(content) = &file.content else {
-            continue;
-        };
+    for file in files.iter().filter(|file| !exempt.contains(&file.relative)) {
+        let content = file.content.as_deref().unwrap_or_default();
         let Some(teaching) = answers.get(&without_whitespace(content)) else {
             continue;
         };

@@ -8,19 +8,20 @@ const ITEM_KINDS: [&str; 9] = [
     "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
 ];
 
-/// Words that may stand between the visibility and the item kind
-/// (`pub const unsafe fn`, `pub async fn`, `pub unsafe trait`).
-const QUALIFIERS: [&str; 4] = ["async", "unsafe", "default", "auto"];
+/// The keywords that may stand between the visibility and the name besides
+/// the item kinds (`pub const unsafe fn`, `pub extern "C" fn`, `pub static
+/// mut`); none can be a name.
+const QUALIFIERS: [&str; 4] = ["async", "unsafe", "extern", "mut"];
 
 /// Top-level public item names of a Rust source (`pub fn name`, `pub struct
-/// Name`, …, whatever the visibility's scope, `pub(crate)`, `pub(in path)`,
-/// and whatever qualifiers: `const fn`, `async fn`, `unsafe fn`,
-/// `extern "C" fn`, `static mut`), in the order they appear.
+/// Name`, …, whatever the visibility's scope and qualifiers), in order.
 pub fn public_names(source: &str) -> Vec<String> {
     source.lines().filter_map(public_name).collect()
 }
 
-/// The name a top-level `pub` item declared on `line` gives, if any.
+/// The name a top-level `pub` item declared on `line` gives, if any: the
+/// first word after the visibility that is no item kind, qualifier or ABI
+/// string, when an item kind came before it.
 fn public_name(line: &str) -> Option<String> {
     let rest = line.strip_prefix("pub")?;
     let rest = match rest.trim_start().strip_prefix('(') {
@@ -28,81 +29,26 @@ fn public_name(line: &str) -> Option<String> {
         None if rest.starts_with(char::is_whitespace) => rest,
         None => return None,
     };
-    let mut words = Words(rest);
-    let mut word = words.next()?;
-    loop {
-        match word {
-            "extern" => {
-                // An ABI string may follow: `extern "C" fn`.
-                word = words.next()?;
-                if word.starts_with('"') {
-                    word = words.next()?;
-                }
-            }
-            // `const` qualifies a function (`const fn`, `const unsafe fn`);
-            // otherwise it is the item kind.
-            "const"
-                if words
-                    .peek()
-                    .is_some_and(|next| next == "fn" || is_qualifier(next)) =>
-            {
-                word = words.next()?;
-            }
-            qualifier if is_qualifier(qualifier) => word = words.next()?,
-            _ => break,
+    // Raw identifiers (`r#type`) and ABI strings (`"C"`) are one word each.
+    let in_word = |c: char| is_ident(c) || c == '#' || c == '"';
+    let mut kind = false;
+    for word in rest.split(|c| !in_word(c)).filter(|word| !word.is_empty()) {
+        if ITEM_KINDS.contains(&word) {
+            kind = true;
+        } else if !QUALIFIERS.contains(&word) && !word.starts_with('"') {
+            let is_name = word != "_" && word.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            return (kind && is_name).then(|| word.to_string());
         }
     }
-    ITEM_KINDS.contains(&word).then_some(())?;
-    let mut name = words.next()?;
-    if word == "static" && name == "mut" {
-        name = words.next()?;
-    }
-    let is_name = name != "_" && name.starts_with(|c: char| c.is_alphabetic() || c == '_');
-    is_name.then(|| name.to_string())
+    None
 }
 
-fn is_qualifier(word: &str) -> bool {
-    QUALIFIERS.contains(&word) || word == "extern"
-}
-
-/// The words of a line: identifiers (raw ones too) and string literals; anything else
-/// (punctuation, generics) ends a word and is skipped.
-struct Words<'a>(&'a str);
-
-impl<'a> Words<'a> {
-    fn peek(&self) -> Option<&'a str> {
-        Words(self.0).next()
-    }
-}
-
-impl<'a> Iterator for Words<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-        let text = self
-            .0
-            .trim_start_matches(|c: char| !is_ident(c) && c != '"');
-        if text.is_empty() {
-            return None;
-        }
-        let end = if let Some(literal) = text.strip_prefix('"') {
-            literal.find('"').map_or(text.len(), |at| at + 2)
-        } else if let Some(raw) = text.strip_prefix("r#") {
-            // A raw identifier, `r#type`, is one word.
-            2 + raw.find(|c: char| !is_ident(c)).unwrap_or(raw.len())
-        } else {
-            text.find(|c: char| !is_ident(c)).unwrap_or(text.len())
-        };
-        let (word, rest) = text.split_at(end);
-        self.0 = rest;
-        Some(word)
-    }
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
 }
 
 /// True when `word` occurs in `text` with no identifier character on either side.
 pub fn contains_word(text: &str, word: &str) -> bool {
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     text.match_indices(word).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + word.len()..].chars().next();
@@ -151,7 +97,7 @@ mod tests {
             ("pub static LIMIT: u32 = 0;", "LIMIT"),
             ("pub const LIMIT2: u32 = 0;", "LIMIT2"),
             ("pub unsafe trait Send2 {}", "Send2"),
-            ("pub auto trait Marker {}", "Marker"),
+            ("pub fn default() -> Self {}", "default"),
             ("pub union Bits { a: u32 }", "Bits"),
             ("pub(crate) const fn crate_const() {}", "crate_const"),
             ("pub(super) static mut UP: u8 = 0;", "UP"),

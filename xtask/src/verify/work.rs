@@ -10,12 +10,12 @@
 //! or anything but a folder (exit 2); an old folder, or a link in its
 //! place, is removed without following anything inside it.
 
-use std::fs;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Chapter;
-use super::lock::{self, Lock};
 use crate::error::{self, Error, Result};
 use crate::lab;
 use crate::libtest::{self, Report};
@@ -28,9 +28,7 @@ use crate::tree;
 use crate::worlds;
 
 /// Where verify works, below the repository root.
-pub const WORK_FOLDER: &str = "target/xtask-verify";
-/// The shared cargo target folder, in the work folder.
-const CARGO_TARGET: &str = "cargo-target";
+const WORK_FOLDER: &str = "target/xtask-verify";
 
 /// The work folder, locked for this run.
 pub(super) struct Work<'a> {
@@ -38,19 +36,27 @@ pub(super) struct Work<'a> {
     root: PathBuf,
     cargo_target: PathBuf,
     timeout: Duration,
-    _lock: Lock,
+    _lock: File,
 }
 
 impl<'a> Work<'a> {
     /// Makes and locks the work folder with a folder per chapter of `ids`.
     pub fn open(repo: &'a CourseRepo, ids: &[ChapterId], timeout: Duration) -> Result<Work<'a>> {
-        let refused = |refusal| work_refused(repo, refusal);
-        let root = safe_fs::folder_inside(&repo.root, Path::new(WORK_FOLDER)).map_err(refused)?;
-        let lock = lock::take(&root)?;
-        let cargo_target =
-            safe_fs::folder_inside(&root, Path::new(CARGO_TARGET)).map_err(refused)?;
+        let folder = |root: &Path, name: &str| {
+            safe_fs::folder_inside(root, Path::new(name)).map_err(|refusal| {
+                Error::bad_input(format!(
+                    "cannot use {} as verify's work folder: {refusal}; verify never writes \
+                     through a symlink nor opens anything but its own folders there (remove it, \
+                     e.g. `rm -r target`, and run verify again)",
+                    repo.root.join(WORK_FOLDER).display()
+                ))
+            })
+        };
+        let root = folder(&repo.root, WORK_FOLDER)?;
+        let lock = lock(&root)?;
+        let cargo_target = folder(&root, "cargo-target")?;
         for id in ids {
-            safe_fs::folder_inside(&root, Path::new(&id.to_string())).map_err(refused)?;
+            folder(&root, &id.to_string())?;
         }
         Ok(Work {
             repo,
@@ -63,9 +69,7 @@ impl<'a> Work<'a> {
 
     /// An empty folder `name` for one proof of `chapter`, written fresh.
     fn fresh_folder(&self, chapter: &Chapter, name: &str) -> Result<PathBuf> {
-        let chapter_work = safe_fs::folder_inside(&self.root, Path::new(&chapter.id().to_string()))
-            .map_err(|refusal| work_refused(self.repo, refusal))?;
-        let dir = chapter_work.join(name);
+        let dir = self.root.join(chapter.id().to_string()).join(name);
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => fs::remove_dir_all(&dir),
             Ok(_) => fs::remove_file(&dir),
@@ -81,10 +85,11 @@ impl<'a> Work<'a> {
     /// ([`Manifest::target_files`]).
     pub fn lab(&self, chapter: &Chapter, name: &str, manifest: &Manifest) -> Result<PathBuf> {
         let dir = self.fresh_folder(chapter, name)?;
+        let checkpoint = &chapter.checkpoint;
         lab::build(
             self.repo,
             manifest,
-            &chapter.checkpoint,
+            checkpoint,
             &chapter.handout,
             &dir,
             None,
@@ -134,7 +139,6 @@ impl<'a> Work<'a> {
     }
 
     /// Runs and requires success; the error quotes the first problem.
-    /// Returns what libtest reported and the whole output.
     pub fn passing(
         &self,
         chapter: &Chapter,
@@ -142,18 +146,13 @@ impl<'a> Work<'a> {
         dir: &Path,
         program: &[String],
         extra: &[String],
-    ) -> Result<(Report, String)> {
+    ) -> Result<Report> {
         let run = self.run(chapter, proof, dir, program, extra)?;
         let report = libtest::parse(&run.output);
         if run.success {
-            return Ok((report, run.output));
+            return Ok(report);
         }
-        let shown = program
-            .iter()
-            .chain(extra)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let shown = [program, extra].concat().join(" ");
         Err(Error::check_failed(match report.failed.first() {
             Some(failure) if report.compiled => {
                 format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
@@ -163,15 +162,44 @@ impl<'a> Work<'a> {
     }
 }
 
-/// A work folder that would pass through a symlink, or that is not a
-/// folder (a FIFO, a file): nothing is written there.
-fn work_refused(repo: &CourseRepo, refusal: safe_fs::Refusal) -> Error {
-    Error::bad_input(format!(
-        "cannot use {} as verify's work folder: {refusal}; verify never writes through a symlink \
-         nor opens anything but its own folders there (remove it, e.g. `rm -r target`, and run \
-         verify again)",
-        repo.root.join(WORK_FOLDER).display()
-    ))
+/// Takes the lock `lock` of the work folder `root`, held until the file is
+/// dropped: one verify per repository at a time. An OS lock (`flock`), so
+/// the OS releases it when its holder dies, even by SIGKILL, and a stale
+/// lock file never stops the next run. Never opened through a symlink.
+fn lock(root: &Path) -> Result<File> {
+    let path = root.join("lock");
+    let refused = |what: &str| {
+        Error::bad_input(format!(
+            "{} is {what}: verify's lock file must be a regular file; remove it and run \
+             verify again",
+            path.display()
+        ))
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::ELOOP) => refused("a symlink, which verify never follows"),
+            _ => error::io(format!("cannot open the lock file {}", path.display()))(error),
+        })?;
+    if !file.metadata().is_ok_and(|meta| meta.is_file()) {
+        return Err(refused("not a regular file"));
+    }
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
+            "another `cargo xtask verify` is running in this repository (it holds {}): \
+             wait for it to finish, then run verify again",
+            path.display()
+        ))),
+        Err(TryLockError::Error(error)) => {
+            Err(error::io(format!("cannot lock {}", path.display()))(error))
+        }
+    }
 }
 
 /// One progress line on stderr, its control characters escaped (a failing
@@ -184,4 +212,21 @@ pub(super) fn progress(id: ChapterId, message: &str) {
 pub(super) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_lock_file_is_taken_and_a_held_one_refused() {
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("lock"), "999999999\n").unwrap();
+        let lock = lock(work.path()).unwrap();
+        let refused = super::lock(work.path()).map(|_| ()).unwrap_err();
+        assert_eq!(refused.exit_code(), 2);
+        assert!(refused.to_string().contains("another"), "{refused}");
+        drop(lock);
+        assert!(super::lock(work.path()).is_ok());
+    }
 }
