@@ -49,7 +49,7 @@ fn caught(work: &Work, chapter: &Chapter, index: usize, fault: &Fault) -> Result
     safe_fs::write_inside(&dir, file, faulty.as_bytes(), 0o644).map_err(refused)?;
     progress(chapter.id(), &format!("faults: `{id}` in {}", fault.file));
     let run = fault.run(&chapter.manifest);
-    let report = libtest::parse(&work.run(chapter, "faults", &dir, run, &[])?.output);
+    let report = libtest::parse(&work.run(chapter, "faults", &dir, run)?.output);
     if !report.compiled {
         return Ok(Some(format!(
             "fault `{id}` does not compile: make it a behaviour change"

@@ -1,22 +1,8 @@
-//! The proofs that run a lab's tests, each in a folder of its own:
-//!
-//! * **parent** — the lab without any lab test (the focused test and every
-//!   step's own test file) builds and its whole test suite passes; of the
-//!   `labFiles` it keeps only the build files (a `Cargo.toml` or
-//!   `Cargo.lock`), since the others (the chapter's examples) need the
-//!   answer;
-//! * **red** — with the lab tests, the chapter's run and each step's own run
-//!   fail, by a compile error or a failing test, and the chapter run's
-//!   output holds every `red` string;
-//! * **green** — at the target the chapter's run passes exactly
-//!   `expectedTests`, each step's own run passes, and the whole workspace's
-//!   tests pass;
-//! * **steps** — at the target each step's filter passes exactly its count,
-//!   within the step's own run.
-//!
-//! A run in which no lab test ran (all ignored, a filter that matches
-//! nothing, a renamed test) proves nothing: it fails, whatever the manifest's
-//! counts say or omit.
+//! **parent**, **red**, **green** and **steps**: the proofs that run a lab's
+//! tests, each in a folder of its own (README, "verify's proofs"). A run in
+//! which no lab test ran (all ignored, a filter that matches nothing, a
+//! renamed test) proves nothing: it fails, whatever the manifest's counts
+//! say or omit.
 
 use std::fs;
 use std::path::Path;
@@ -25,7 +11,7 @@ use super::Chapter;
 use super::work::{Work, tail};
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
-use crate::manifest::{self, Manifest, Mode};
+use crate::manifest::{self, Manifest, Mode, Step};
 
 /// The command that runs a learner workspace's whole test suite.
 fn suite() -> Vec<String> {
@@ -52,7 +38,7 @@ pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
         let path = test.under(&dir);
         fs::remove_file(&path).map_err(error::io(format!("cannot remove {}", path.display())))?;
     }
-    let report = work.passing(chapter, "parent", &dir, &suite(), &[])?;
+    let report = work.passing(chapter, "parent", &dir, &suite())?;
     Ok(format!(
         "{} test(s) pass at {} without the {} lab test file(s)",
         report.passed.len(),
@@ -72,7 +58,7 @@ pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
     let dir = work.lab(chapter, "red", &rebuild)?;
     let runs = manifest.runs();
     for (index, run) in runs.iter().enumerate() {
-        let captured = work.run(chapter, "red", &dir, run, &[])?;
+        let captured = work.run(chapter, "red", &dir, run)?;
         let shown = run.join(" ");
         if captured.success {
             return Err(Error::check_failed(format!(
@@ -111,24 +97,20 @@ pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
     let dir = work.target(chapter, "green")?;
     let mut shown = Vec::new();
     for (index, run) in manifest.runs().into_iter().enumerate() {
-        let report = work.passing(chapter, "green", &dir, run, &[])?;
+        let report = work.passing(chapter, "green", &dir, run)?;
         // The chapter's run has `expectedTests`; a step's own run has the
         // count of its step without a filter, if any.
-        let (expected, what) = if index == 0 {
-            (manifest.expected_tests, "the chapter's run".to_string())
-        } else {
-            let unfiltered = (manifest.steps.iter())
-                .find(|step| step.run(manifest) == run && step.filter.is_empty());
-            let what = format!("`{}`", run.join(" "));
-            (unfiltered.map(|step| step.expected_tests), what)
+        let unfiltered = |step: &&Step| step.run(manifest) == run && step.filter.is_empty();
+        let step = manifest.steps.iter().find(unfiltered);
+        let expected = match index {
+            0 => manifest.expected_tests,
+            _ => step.map(|step| step.expected_tests),
         };
+        let what = format!("`{}`", run.join(" "));
         let passed = counted(&report, expected, &what)?;
-        shown.push(match index {
-            0 => format!("{passed} focused"),
-            _ => format!("{passed} in {what}"),
-        });
+        shown.push(format!("{passed} in {what}"));
     }
-    let suite = work.passing(chapter, "green", &dir, &suite(), &[])?;
+    let suite = work.passing(chapter, "green", &dir, &suite())?;
     Ok(format!(
         "{} and {} test(s) in all pass at {}",
         shown.join(", "),
@@ -147,13 +129,17 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
     let dir = work.target(chapter, "steps")?;
     let mut shown = Vec::new();
     for step in &manifest.steps {
-        let (label, filter) = match step.filter.as_str() {
-            "" => ("(all)".into(), vec![]),
-            filter => (manifest::shown(filter), vec![filter.to_string()]),
+        let mut command = step.run(manifest).to_vec();
+        let label = match step.filter.as_str() {
+            "" => "(all)".into(),
+            filter => {
+                command.push(filter.to_string());
+                manifest::shown(filter)
+            }
         };
         let what = format!("step {} ({label})", step.shown_id());
         let report = work
-            .passing(chapter, "steps", &dir, step.run(manifest), &filter)
+            .passing(chapter, "steps", &dir, &command)
             .map_err(|error| error.context(&what))?;
         let passed = counted(&report, Some(step.expected_tests), &what)?;
         let expected = step.expected_tests;

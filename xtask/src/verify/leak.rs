@@ -1,17 +1,14 @@
-//! **leak** — a practice folder, written as `practice` writes it, holds the
-//! learner's world of its base commit, the files handed out from the target
-//! (the focused test, each step's own test file and the `labFiles`) and the
-//! handout; no tooling, no `.git`, and no answer in any form:
+//! **leak** (README, "verify's proofs"): a practice folder, written as
+//! `practice` writes it, holds the learner's world of its base commit, the
+//! files handed out from the target and the handout, and no answer: no
+//! public name the layer adds to the teaching files outside the files from
+//! the target and the guide, no teaching file's target content (whitespace
+//! aside) under any name. In `observe` mode the practice folder is the
+//! target on purpose: its teaching files may hold the answer.
 //!
-//! * no public name the layer adds to the teaching files appears outside
-//!   the files from the target and the guide ([`super::names`] reads the
-//!   names);
-//! * no file holds a teaching file's target content (compared without
-//!   whitespace), under any name — also a teaching file the layer leaves
-//!   unchanged, whose answer is then already at the parent.
-//!
-//! In `observe` mode the practice folder is the target on purpose: its
-//! teaching files may hold the answer, every other file may not.
+//! Public names are read line by line on purpose: a teaching file is plain
+//! Rust, and a name the reader misses only makes the proof weaker, never
+//! wrong.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -22,7 +19,6 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid};
 
 use super::Chapter;
-use super::names::{contains_word, public_names};
 use super::work::{Work, progress};
 use crate::chapter;
 use crate::error::{self, Error, Result};
@@ -93,10 +89,9 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-/// What is wrong with the practice folder's files beside the trees and the
-/// handout it was made from: each must be the base tree's (no tooling, no
-/// `.git`), the target's (the files from the target) or the handout's, and
-/// none may be missing.
+/// What is wrong with the practice folder's files: each must be the base
+/// tree's (no tooling, no `.git`), the target's (the files from the target)
+/// or the handout, and none may be missing.
 fn differences(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -114,33 +109,20 @@ fn differences(
             expected.insert(path, *blob);
         }
     }
-    // verify's labs are built without a pointer to a real place.
-    let guide = crate::learner_text::guide_with_header(
-        manifest,
-        &chapter.checkpoint,
-        None,
-        &chapter.handout.guide,
-    );
-    let mut handout = vec![(chapter::GUIDE_FILE, Some(guide))];
-    if chapter.handout.tutor.is_some() {
-        handout.push((chapter::TUTOR_FILE, chapter.handout.tutor.clone()));
-    }
+    // The handout is what `practice` writes from the chapter folder.
+    let handout = [chapter::GUIDE_FILE, chapter::TUTOR_FILE].map(PathBuf::from);
     let mut problems = Vec::new();
-    for file in files {
+    for file in files
+        .iter()
+        .filter(|file| !handout.contains(&file.relative))
+    {
         let shown = file.relative.display();
-        let given = handout
-            .iter()
-            .find(|(name, _)| file.relative == Path::new(name));
-        if let Some((_, wanted)) = given {
-            if file.content.as_deref() != wanted.as_deref().map(str::as_bytes) {
-                problems.push(format!("{shown} is not the handout practice writes"));
+        match expected.get(&file.relative) {
+            None => problems.push(format!("{shown} is not in {}'s learner world", base.short)),
+            Some(wanted) if file.blob != (wanted.oid, tree::normal_mode(wanted.mode)) => {
+                problems.push(format!("{shown} differs from the tree it was written from"))
             }
-        } else if let Some(wanted) = expected.get(&file.relative) {
-            if file.blob != (wanted.oid, tree::normal_mode(wanted.mode)) {
-                problems.push(format!("{shown} differs from the tree it was written from"));
-            }
-        } else {
-            problems.push(format!("{shown} is not in {}'s learner world", base.short));
+            Some(_) => {}
         }
     }
     let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
@@ -268,6 +250,59 @@ fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// The item kinds whose names count as a layer's public names.
+const ITEM_KINDS: [&str; 9] = [
+    "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
+];
+
+/// The keywords that may stand between the visibility and the name besides
+/// the item kinds (`pub const unsafe fn`, `pub extern "C" fn`, `pub static
+/// mut`); none can be a name.
+const QUALIFIERS: [&str; 4] = ["async", "unsafe", "extern", "mut"];
+
+/// Top-level public item names of a Rust source (`pub fn name`, `pub struct
+/// Name`, …, whatever the visibility's scope and qualifiers), in order.
+pub fn public_names(source: &str) -> Vec<String> {
+    source.lines().filter_map(public_name).collect()
+}
+
+/// The name a top-level `pub` item declared on `line` gives, if any: the
+/// first word after the visibility that is no item kind, qualifier or ABI
+/// string, when an item kind came before it.
+fn public_name(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("pub")?;
+    let rest = match rest.trim_start().strip_prefix('(') {
+        Some(scope) => &scope[scope.find(')')? + 1..],
+        None if rest.starts_with(char::is_whitespace) => rest,
+        None => return None,
+    };
+    // Raw identifiers (`r#type`) and ABI strings (`"C"`) are one word each.
+    let in_word = |c: char| is_ident(c) || c == '#' || c == '"';
+    let mut kind = false;
+    for word in rest.split(|c| !in_word(c)).filter(|word| !word.is_empty()) {
+        if ITEM_KINDS.contains(&word) {
+            kind = true;
+        } else if !QUALIFIERS.contains(&word) && !word.starts_with('"') {
+            let is_name = word != "_" && word.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            return (kind && is_name).then(|| word.to_string());
+        }
+    }
+    None
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// True when `word` occurs in `text` with no identifier character on either side.
+pub fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +315,79 @@ mod tests {
         assert_ne!(
             without_whitespace(answer),
             without_whitespace(b"pub fn add(a: i32) -> i32 { b }")
+        );
+    }
+
+    #[test]
+    fn public_names_are_the_top_level_pub_items() {
+        let source = "pub fn text_of(m: &M) -> String {}\npub struct Usage {\n    pub input: u64,\n}\n\
+                      pub(crate) enum Kind {}\npub mod types;\npub use x::Y;\nfn private() {}\n    pub fn method() {}\n\
+                      pub const EMPTY_USAGE: Usage = Usage;\npub trait Model {}\npub type Alias = u8;\n\
+                      public fn not_rust() {}\npub(crate)fn tight() {}\n";
+        assert_eq!(
+            public_names(source),
+            [
+                "text_of",
+                "Usage",
+                "Kind",
+                "types",
+                "EMPTY_USAGE",
+                "Model",
+                "Alias",
+                "tight"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_qualifier_is_read_past_to_the_name() {
+        let cases = [
+            ("pub const fn x() {}", "x"),
+            ("pub const unsafe fn cu() {}", "cu"),
+            ("pub async fn fetch() {}", "fetch"),
+            ("pub async unsafe fn au() {}", "au"),
+            ("pub unsafe fn raw() {}", "raw"),
+            ("pub extern \"C\" fn callback() {}", "callback"),
+            ("pub extern fn bare() {}", "bare"),
+            ("pub unsafe extern \"C\" fn ue() {}", "ue"),
+            ("pub const unsafe extern \"C\" fn cue() {}", "cue"),
+            ("pub static mut COUNTER: u32 = 0;", "COUNTER"),
+            ("pub static LIMIT: u32 = 0;", "LIMIT"),
+            ("pub const LIMIT2: u32 = 0;", "LIMIT2"),
+            ("pub unsafe trait Send2 {}", "Send2"),
+            ("pub fn default() -> Self {}", "default"),
+            ("pub union Bits { a: u32 }", "Bits"),
+            ("pub(crate) const fn crate_const() {}", "crate_const"),
+            ("pub(super) static mut UP: u8 = 0;", "UP"),
+            ("pub(in crate::types) async fn scoped() {}", "scoped"),
+            ("pub fn generic<T: Into<String>>(t: T) {}", "generic"),
+            ("pub struct Tuple(pub u8);", "Tuple"),
+            ("pub fn r#type() {}", "r#type"),
+        ];
+        for (line, name) in cases {
+            assert_eq!(public_names(line), [name], "{line}");
+        }
+        for line in [
+            "pub use crate::x;",
+            "pub extern crate serde;",
+            "pub impl X {}",
+            "pub const _: () = ();",
+            "pub static mut",
+            "pub",
+        ] {
+            assert!(public_names(line).is_empty(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_word_is_found_only_between_non_identifier_characters() {
+        assert!(contains_word("use course::types::{text};", "text"));
+        assert!(contains_word("text", "text"));
+        assert!(!contains_word("text_stream(texts)", "text"));
+        assert!(!contains_word("context", "text"));
+        assert!(
+            !contains_word("日本text語", "text"),
+            "letters of any script continue an identifier"
         );
     }
 }

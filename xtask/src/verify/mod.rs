@@ -3,13 +3,12 @@
 //! objects under `target/xtask-verify/` ([`work`]): **parent**, **red**,
 //! **green** and **steps** run a lab's tests ([`labs`]), **faults** applies
 //! each declared bug to a private copy of the target ([`faults`]), **leak**
-//! checks what a practice folder holds ([`leak`], reading Rust with
-//! [`names`]). No proof depends on another's leftovers.
+//! checks what a practice folder holds ([`leak`]). No proof depends on
+//! another's leftovers.
 
 mod faults;
 mod labs;
 mod leak;
-mod names;
 mod report;
 mod work;
 
@@ -55,7 +54,10 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
     let chapters = chapters(repo, &options.ids)?;
     let ids: Vec<ChapterId> = chapters.iter().map(Chapter::id).collect();
     let work = work::Work::open(repo, &ids, options.timeout)?;
-    let mut results = Vec::new();
+    let mut report = Report {
+        passed: true,
+        chapters: Vec::new(),
+    };
     for chapter in &chapters {
         let mut proofs = Vec::new();
         for (name, prove) in PROOFS {
@@ -72,6 +74,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
             let mark = if passed { "ok" } else { "FAILED" };
             let line = format!("{name}: {mark} ({seconds:.1}s) {detail}");
             work::progress(chapter.id(), &line);
+            report.passed &= passed;
             proofs.push(ProofResult {
                 proof: name,
                 passed,
@@ -79,12 +82,12 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
                 detail,
             });
         }
-        results.push(ChapterReport {
+        report.chapters.push(ChapterReport {
             id: chapter.id(),
             proofs,
         });
     }
-    Ok(Report::new(results))
+    Ok(report)
 }
 
 impl cli::Verify {

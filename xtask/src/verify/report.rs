@@ -34,13 +34,6 @@ pub struct Report {
 }
 
 impl Report {
-    pub(super) fn new(chapters: Vec<ChapterReport>) -> Report {
-        let passed = chapters
-            .iter()
-            .all(|chapter| chapter.proofs.iter().all(|proof| proof.passed));
-        Report { passed, chapters }
-    }
-
     /// Prints the report (the table, or JSON) and returns the verdict:
     /// `Err` (exit 1) when a proof failed, whether or not the output could be
     /// written.
@@ -50,8 +43,7 @@ impl Report {
         } else {
             self.print_table();
         }
-        let failures = self.failures();
-        match failures.len() {
+        match self.failures().len() {
             0 => Ok(()),
             failed => Err(Error::check_failed(format!(
                 "verify: {failed} proof(s) failed (details above)"

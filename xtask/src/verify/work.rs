@@ -2,13 +2,11 @@
 //! folders, labs as `practice` writes them, the target's tree, and running
 //! a command in one of them.
 //!
-//! One cargo target folder is shared by all runs so dependencies build once.
-//! That is safe because every folder is written fresh right before its first
-//! build (newer than anything cargo has built) and no folder is modified
-//! afterwards: a fault gets its own copy, so an interrupted run leaves no
-//! fault applied anywhere. Nothing on the way to a folder may be a symlink
-//! or anything but a folder (exit 2); an old folder, or a link in its
-//! place, is removed without following anything inside it.
+//! One cargo target folder is shared by all runs so dependencies build once:
+//! every folder is written fresh right before its first build (newer than
+//! anything cargo has built) and never modified afterwards (a fault gets its
+//! own copy). Nothing on the way to a folder may be a symlink or anything
+//! but a folder (exit 2).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
@@ -105,19 +103,18 @@ impl<'a> Work<'a> {
         Ok(dir)
     }
 
-    /// Runs `program` (and `extra`) in `dir`, showing the command first. A
-    /// run past the timeout is a failure.
+    /// Runs `command` in `dir`, showing it first. A run past the timeout is
+    /// a failure.
     pub fn run(
         &self,
         chapter: &Chapter,
         proof: &str,
         dir: &Path,
-        program: &[String],
-        extra: &[String],
+        command: &[String],
     ) -> Result<Captured> {
         let invocation = Invocation {
-            command: program,
-            extra,
+            command,
+            extra: &[],
             dir,
             target_dir: &self.cargo_target,
             timeout: self.timeout,
@@ -144,15 +141,14 @@ impl<'a> Work<'a> {
         chapter: &Chapter,
         proof: &str,
         dir: &Path,
-        program: &[String],
-        extra: &[String],
+        command: &[String],
     ) -> Result<Report> {
-        let run = self.run(chapter, proof, dir, program, extra)?;
+        let run = self.run(chapter, proof, dir, command)?;
         let report = libtest::parse(&run.output);
         if run.success {
             return Ok(report);
         }
-        let shown = [program, extra].concat().join(" ");
+        let shown = command.join(" ");
         Err(Error::check_failed(match report.failed.first() {
             Some(failure) if report.compiled => {
                 format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
@@ -168,13 +164,6 @@ impl<'a> Work<'a> {
 /// lock file never stops the next run. Never opened through a symlink.
 fn lock(root: &Path) -> Result<File> {
     let path = root.join("lock");
-    let refused = |what: &str| {
-        Error::bad_input(format!(
-            "{} is {what}: verify's lock file must be a regular file; remove it and run \
-             verify again",
-            path.display()
-        ))
-    };
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -182,13 +171,10 @@ fn lock(root: &Path) -> Result<File> {
         .truncate(false)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(libc::ELOOP) => refused("a symlink, which verify never follows"),
-            _ => error::io(format!("cannot open the lock file {}", path.display()))(error),
-        })?;
-    if !file.metadata().is_ok_and(|meta| meta.is_file()) {
-        return Err(refused("not a regular file"));
-    }
+        .map_err(error::io(format!(
+            "cannot open verify's lock file {} (remove it and run verify again)",
+            path.display()
+        )))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
@@ -222,11 +208,11 @@ mod tests {
     fn a_stale_lock_file_is_taken_and_a_held_one_refused() {
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join("lock"), "999999999\n").unwrap();
-        let lock = lock(work.path()).unwrap();
-        let refused = super::lock(work.path()).map(|_| ()).unwrap_err();
+        let held = lock(work.path()).unwrap();
+        let refused = lock(work.path()).map(|_| ()).unwrap_err();
         assert_eq!(refused.exit_code(), 2);
         assert!(refused.to_string().contains("another"), "{refused}");
-        drop(lock);
-        assert!(super::lock(work.path()).is_ok());
+        drop(held);
+        assert!(lock(work.path()).is_ok());
     }
 }
