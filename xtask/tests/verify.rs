@@ -312,7 +312,7 @@ fn a_fault_in_a_symlinked_teaching_file_is_never_written_through() {
     let faults = proofs.iter().find(|(name, _, _)| name == "faults").unwrap();
     assert!(!faults.1);
     assert!(
-        faults.2.contains("passes through the symlink"),
+        faults.2.contains("is a symlink, which is never followed"),
         "{}",
         faults.2
     );

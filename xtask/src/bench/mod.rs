@@ -2,11 +2,12 @@
 //! by side with the baseline a user would pick instead. Figures are printed,
 //! never asserted; each is the median of repeated runs with its spread.
 
-mod course_rows;
 mod learner;
 mod stats;
 
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,8 @@ use crate::cli::{self, Workload};
 use crate::error::{Error, Result};
 use crate::out::{noteln, outln};
 use crate::repo::CourseRepo;
+use crate::runner::Invocation;
+use crate::safe_fs;
 use clap::ValueEnum;
 
 pub use stats::Figure;
@@ -36,36 +39,72 @@ pub struct Row {
 impl cli::Bench {
     /// Runs the command. A debug build re-runs itself in release first.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        let options = self;
         if cfg!(debug_assertions) {
             return rerun_in_release(repo);
         }
-        let quick = options.quick;
         let mut rows = Vec::new();
-        for workload in Workload::value_variants() {
-            if !options.only.is_empty() && !options.only.contains(workload) {
+        for &workload in Workload::value_variants() {
+            if !self.only.is_empty() && !self.only.contains(&workload) {
                 continue;
             }
             let name = workload.name();
             let result = match workload {
-                Workload::Stream | Workload::Replay | Workload::Json => {
-                    course_rows::run(repo, &name, quick)
-                }
-                Workload::Learner => learner::learner_loop(repo, if quick { 1 } else { 3 }),
+                Workload::Learner => learner::learner_loop(repo, if self.quick { 1 } else { 3 }),
+                _ => course_rows(repo, &name, self.quick),
             };
             match result {
                 Ok(new) => rows.extend(new),
                 Err(error) => noteln!("bench: {name} skipped: {error}"),
             }
         }
-
-        if options.json {
+        if self.json {
             crate::out::json(&rows);
         } else {
             print_table(&rows);
         }
         Ok(())
     }
+}
+
+/// How long one course benchmark may run, build included.
+const TIMEOUT: Duration = Duration::from_secs(900);
+
+/// Runs the course crate's own benchmark `course/examples/bench_<workload>.rs`
+/// (added by the chapter that introduces the API it measures) in release, as
+/// a child process: the tooling never links the learner's crate. It prints
+/// one JSON [`Row`] per line on stdout (`--quick` for smaller sizes).
+fn course_rows(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
+    noteln!("bench: {workload} (course/examples/bench_{workload}.rs, release) …");
+    let example = format!("bench_{workload}");
+    let command = format!("cargo run --quiet --release -p course --example {example} --");
+    let command: Vec<String> = command.split(' ').map(String::from).collect();
+    let extra: Vec<String> = quick.then(|| "--quick".to_string()).into_iter().collect();
+    let run = Invocation {
+        command: &command,
+        extra: &extra,
+        dir: &repo.root,
+        target_dir: &safe_fs::folder_inside(&repo.root, Path::new(crate::repo::TARGET_DIR))?,
+        timeout: TIMEOUT,
+    }
+    .run()?;
+    if !run.success {
+        return Err(Error::check_failed(format!(
+            "`{}` failed:\n{}",
+            command.join(" "),
+            run.output
+        )));
+    }
+    run.stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| {
+            serde_json::from_str(line).map_err(|error| {
+                Error::check_failed(format!(
+                    "{example} printed a row that is not a bench row ({error}): {line}"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Runs this same command line again from a release build: its own
@@ -75,14 +114,7 @@ fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "--manifest-path",
-            "xtask/Cargo.toml",
-            "--",
-        ])
+        .args("run --quiet --release --manifest-path xtask/Cargo.toml --".split(' '))
         .args(std::env::args_os().skip(1))
         .current_dir(&repo.root);
     // In a process group of its own, ended with xtask: a signal never leaves
@@ -96,7 +128,7 @@ fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
 }
 
 fn print_table(rows: &[Row]) {
-    let header = ["workload", "size", "ours", "baseline", "ratio", "target"];
+    let header = ["workload", "size", "ours", "baseline", "ratio", "target"].map(String::from);
     let cells: Vec<[String; 6]> = rows
         .iter()
         .map(|row| {
@@ -105,47 +137,31 @@ fn print_table(rows: &[Row]) {
                 Some(false) => " ✗",
                 None => "",
             };
+            let none = || "—".to_string();
             [
-                row.workload.to_string(),
+                row.workload.clone(),
                 row.size.clone(),
                 row.ours.to_string(),
-                row.baseline
-                    .as_ref()
-                    .map_or("—".to_string(), Figure::to_string),
-                row.ratio
-                    .map_or("—".to_string(), |ratio| format!("{ratio:.2}×")),
+                row.baseline.as_ref().map_or_else(none, Figure::to_string),
+                row.ratio.map_or_else(none, |ratio| format!("{ratio:.2}×")),
                 format!("{}{verdict}", row.target.replace('|', "\\|")),
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|column| {
-            cells
-                .iter()
-                .map(|row| row[column].chars().count())
-                .chain([header[column].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |values: Vec<&str>| {
-        let padded: Vec<String> = values
+    let lines: Vec<&[String; 6]> = [&header].into_iter().chain(&cells).collect();
+    let widths: [usize; 6] = std::array::from_fn(|column| {
+        let width = lines.iter().map(|line| line[column].chars().count());
+        width.max().unwrap_or(0)
+    });
+    for (index, line) in lines.iter().enumerate() {
+        let padded = line
             .iter()
-            .zip(&widths)
-            .map(|(value, width)| format!("{value}{}", " ".repeat(width - value.chars().count())))
-            .collect();
-        outln!("| {} |", padded.join(" | "))
-    };
-    line(header.to_vec());
-    outln!(
-        "|{}|",
-        widths
-            .iter()
-            .map(|width| "-".repeat(width + 2))
-            .collect::<Vec<_>>()
-            .join("|")
-    );
-    for row in &cells {
-        line(row.iter().map(String::as_str).collect());
+            .zip(widths)
+            .map(|(value, width)| format!("{value}{}", " ".repeat(width - value.chars().count())));
+        outln!("| {} |", padded.collect::<Vec<_>>().join(" | "));
+        if index == 0 {
+            let rule = widths.map(|width| "-".repeat(width + 2));
+            outln!("|{}|", rule.join("|"));
+        }
     }
 }

@@ -28,10 +28,9 @@ pub enum Unit {
 impl Figure {
     /// Runs every workload once per round for `repeats` rounds, alternating,
     /// so a slow phase of a noisy machine hits all of them alike. Each run
-    /// returns its own sample, already in `unit`.
+    /// returns how many seconds it took.
     pub fn interleaved<const N: usize>(
         repeats: usize,
-        unit: Unit,
         mut runs: [&mut dyn FnMut() -> Result<f64>; N],
     ) -> Result<[Figure; N]> {
         let mut samples: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
@@ -40,18 +39,15 @@ impl Figure {
                 samples.push(run()?);
             }
         }
-        Ok(samples.map(|samples| Figure::of(samples, unit)))
-    }
-
-    /// A figure from raw samples already in `unit`.
-    pub fn of(mut samples: Vec<f64>, unit: Unit) -> Figure {
-        samples.sort_by(f64::total_cmp);
-        Figure {
-            median: samples[samples.len() / 2],
-            low: samples[0],
-            high: samples[samples.len() - 1],
-            unit,
-        }
+        Ok(samples.map(|mut samples| {
+            samples.sort_by(f64::total_cmp);
+            Figure {
+                median: samples[samples.len() / 2],
+                low: samples[0],
+                high: samples[samples.len() - 1],
+                unit: Unit::Seconds,
+            }
+        }))
     }
 
     /// `self / other` of the medians.
@@ -62,10 +58,9 @@ impl Figure {
 
 impl fmt::Display for Figure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let spread = if self.median > 0.0 {
-            100.0 * (self.high - self.low) / self.median
-        } else {
-            0.0
+        let spread = match self.median > 0.0 {
+            true => 100.0 * (self.high - self.low) / self.median,
+            false => 0.0,
         };
         let suffix = match self.unit {
             Unit::Milliseconds => "ms",
@@ -73,12 +68,10 @@ impl fmt::Display for Figure {
             Unit::MillionEventsPerSecond => "M events/s",
             Unit::MegabytesPerSecond => "MB/s",
         };
-        let precision = if self.median >= 100.0 {
-            0
-        } else if self.median >= 10.0 {
-            1
-        } else {
-            2
+        let precision = match self.median {
+            100.0.. => 0,
+            10.0.. => 1,
+            _ => 2,
         };
         write!(f, "{:.*} {suffix} ±{spread:.0}%", precision, self.median)
     }

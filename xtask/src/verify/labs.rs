@@ -1,22 +1,8 @@
-//! The proofs that run a lab's tests, each in a folder of its own:
-//!
-//! * **parent** — the lab without any lab test (the focused test and every
-//!   step's own test file) builds and its whole test suite passes; of the
-//!   `labFiles` it keeps only the build files (a `Cargo.toml` or
-//!   `Cargo.lock`), since the others (the chapter's examples) need the
-//!   answer;
-//! * **red** — with the lab tests, the chapter's run and each step's own run
-//!   fail, by a compile error or a failing test, and the chapter run's
-//!   output holds every `red` string;
-//! * **green** — at the target the chapter's run passes exactly
-//!   `expectedTests`, each step's own run passes, and the whole workspace's
-//!   tests pass;
-//! * **steps** — at the target each step's filter passes exactly its count,
-//!   within the step's own run.
-//!
-//! A run in which no lab test ran (all ignored, a filter that matches
-//! nothing, a renamed test) proves nothing: it fails, whatever the manifest's
-//! counts say or omit.
+//! **parent**, **red**, **green** and **steps**: the proofs that run a lab's
+//! tests, each in a folder of its own (README, "verify's proofs"). A run in
+//! which no lab test ran (all ignored, a filter that matches nothing, a
+//! renamed test) proves nothing: it fails, whatever the manifest's counts
+//! say or omit.
 
 use std::fs;
 use std::path::Path;
@@ -25,20 +11,23 @@ use super::Chapter;
 use super::work::{Work, tail};
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
-use crate::manifest::{self, Manifest, Mode, RepoPath, Step};
+use crate::manifest::{self, Manifest, Mode, Step};
 
 /// The command that runs a learner workspace's whole test suite.
-pub const SUITE: [&str; 3] = ["cargo", "test", "--workspace"];
+fn suite() -> Vec<String> {
+    ["cargo", "test", "--workspace"].map(String::from).to_vec()
+}
 
 /// The lab without any lab test is a working workspace.
 pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
+    let is_build_file = |file: &&manifest::RepoPath| {
+        let name = Path::new(file.as_str()).file_name();
+        name == Some("Cargo.toml".as_ref()) || name == Some("Cargo.lock".as_ref())
+    };
     let manifest = Manifest {
         mode: Mode::Rebuild,
-        lab_files: chapter
-            .manifest
-            .lab_files
-            .iter()
-            .filter(|file| is_build_file(file))
+        lab_files: (chapter.manifest.lab_files.iter())
+            .filter(is_build_file)
             .cloned()
             .collect(),
         ..chapter.manifest.clone()
@@ -49,7 +38,7 @@ pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
         let path = test.under(&dir);
         fs::remove_file(&path).map_err(error::io(format!("cannot remove {}", path.display())))?;
     }
-    let (report, _) = work.passing(chapter, "parent", &dir, &suite(), &[])?;
+    let report = work.passing(chapter, "parent", &dir, &suite())?;
     Ok(format!(
         "{} test(s) pass at {} without the {} lab test file(s)",
         report.passed.len(),
@@ -58,16 +47,10 @@ pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
     ))
 }
 
-/// A `Cargo.toml` or `Cargo.lock`: a lab file the parent builds with.
-fn is_build_file(file: &RepoPath) -> bool {
-    let name = Path::new(file.as_str()).file_name();
-    name == Some("Cargo.toml".as_ref()) || name == Some("Cargo.lock".as_ref())
-}
-
 /// With the lab tests, every run of the chapter fails at the parent.
 pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
-    let parent = &chapter.checkpoint.parent;
+    let parent = &chapter.checkpoint.parent.short;
     let rebuild = Manifest {
         mode: Mode::Rebuild,
         ..manifest.clone()
@@ -75,42 +58,35 @@ pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
     let dir = work.lab(chapter, "red", &rebuild)?;
     let runs = manifest.runs();
     for (index, run) in runs.iter().enumerate() {
-        let captured = work.run(chapter, "red", &dir, run, &[])?;
+        let captured = work.run(chapter, "red", &dir, run)?;
         let shown = run.join(" ");
         if captured.success {
             return Err(Error::check_failed(format!(
-                "the parent {} already passes `{shown}`: it must fail before the chapter's layer",
-                parent.short
+                "the parent {parent} already passes `{shown}`: it must fail before the chapter's layer"
             )));
         }
         let report = libtest::parse(&captured.output);
         if report.compiled && report.failed.is_empty() {
             return Err(Error::check_failed(format!(
-                "`{shown}` fails at the parent {}, but by neither a compile error nor a failing \
-                 test, so it proves nothing (does `run` name a test that exists?):\n{}",
-                parent.short,
+                "`{shown}` fails at the parent {parent}, but by neither a compile error nor a \
+                 failing test, so it proves nothing (does `run` name a test that exists?):\n{}",
                 tail(&captured.output)
             )));
         }
-        if index == 0 {
-            let missing: Vec<String> = manifest
-                .red
-                .iter()
-                .filter(|red| !captured.output.contains(red.as_str()))
-                .map(|red| format!("`{}`", manifest::shown(red)))
-                .collect();
-            if !missing.is_empty() {
-                return Err(Error::check_failed(format!(
-                    "the parent fails, but its output lacks {}",
-                    missing.join(", ")
-                )));
-            }
+        let missing: Vec<String> = (manifest.red.iter())
+            .filter(|red| index == 0 && !captured.output.contains(red.as_str()))
+            .map(|red| format!("`{}`", manifest::shown(red)))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::check_failed(format!(
+                "the parent fails, but its output lacks {}",
+                missing.join(", ")
+            )));
         }
     }
     Ok(format!(
-        "{} run(s) fail at {}, with all {} red string(s)",
+        "{} run(s) fail at {parent}, with all {} red string(s)",
         runs.len(),
-        parent.short,
         manifest.red.len()
     ))
 }
@@ -119,27 +95,22 @@ pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
 pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
     let dir = work.target(chapter, "green")?;
-    let (report, output) = work.passing(chapter, "green", &dir, &manifest.run, &[])?;
-    let focused = counted(
-        &report,
-        &output,
-        manifest.expected_tests,
-        "the chapter's run",
-    )?;
-    let mut shown = vec![format!("{focused} focused")];
-    for run in manifest.runs().into_iter().skip(1) {
-        let (report, output) = work.passing(chapter, "green", &dir, run, &[])?;
-        // A step of this run without a filter declares the run's count.
-        let expected = manifest
-            .steps
-            .iter()
-            .find(|step| step.run(manifest) == run && step.filter.is_empty())
-            .map(|step| step.expected_tests);
+    let mut shown = Vec::new();
+    for (index, run) in manifest.runs().into_iter().enumerate() {
+        let report = work.passing(chapter, "green", &dir, run)?;
+        // The chapter's run has `expectedTests`; a step's own run has the
+        // count of its step without a filter, if any.
+        let unfiltered = |step: &&Step| step.run(manifest) == run && step.filter.is_empty();
+        let step = manifest.steps.iter().find(unfiltered);
+        let expected = match index {
+            0 => manifest.expected_tests,
+            _ => step.map(|step| step.expected_tests),
+        };
         let what = format!("`{}`", run.join(" "));
-        let passed = counted(&report, &output, expected, &what)?;
+        let passed = counted(&report, expected, &what)?;
         shown.push(format!("{passed} in {what}"));
     }
-    let (suite, _) = work.passing(chapter, "green", &dir, &suite(), &[])?;
+    let suite = work.passing(chapter, "green", &dir, &suite())?;
     Ok(format!(
         "{} and {} test(s) in all pass at {}",
         shown.join(", "),
@@ -158,47 +129,34 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
     let dir = work.target(chapter, "steps")?;
     let mut shown = Vec::new();
     for step in &manifest.steps {
-        let label = label(step);
-        let filter: Vec<String> = Some(step.filter.clone())
-            .filter(|filter| !filter.is_empty())
-            .into_iter()
-            .collect();
+        let mut command = step.run(manifest).to_vec();
+        let label = match step.filter.as_str() {
+            "" => "(all)".into(),
+            filter => {
+                command.push(filter.to_string());
+                manifest::shown(filter)
+            }
+        };
         let what = format!("step {} ({label})", step.shown_id());
-        let (report, output) = work
-            .passing(chapter, "steps", &dir, step.run(manifest), &filter)
+        let report = work
+            .passing(chapter, "steps", &dir, &command)
             .map_err(|error| error.context(&what))?;
-        let passed = counted(&report, &output, Some(step.expected_tests), &what)?;
-        shown.push(format!(
-            "{} {label} {passed}/{}",
-            step.shown_id(),
-            step.expected_tests
-        ));
+        let passed = counted(&report, Some(step.expected_tests), &what)?;
+        let expected = step.expected_tests;
+        shown.push(format!("{} {label} {passed}/{expected}", step.shown_id()));
     }
     Ok(shown.join(", "))
 }
 
-/// A step's filter as shown: `(all)` for the empty one.
-fn label(step: &Step) -> String {
-    if step.filter.is_empty() {
-        "(all)".to_string()
-    } else {
-        manifest::shown(&step.filter).into_owned()
-    }
-}
-
 /// How many tests passed in a run that must have run its tests: at least
 /// one passed, none was ignored, and exactly `expected` when given.
-fn counted(report: &Report, output: &str, expected: Option<usize>, what: &str) -> Result<usize> {
+fn counted(report: &Report, expected: Option<usize>, what: &str) -> Result<usize> {
     let passed = report.passed.len();
-    let ignored = ignored_tests(output);
-    if !ignored.is_empty() {
+    if !report.ignored.is_empty() {
+        let ignored: Vec<String> = report.ignored.iter().map(|n| format!("`{n}`")).collect();
         return Err(Error::check_failed(format!(
             "{what} ignored {}: every lab test must run (remove `#[ignore]`)",
-            ignored
-                .iter()
-                .map(|name| format!("`{name}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            ignored.join(", ")
         )));
     }
     if passed == 0 {
@@ -215,39 +173,15 @@ fn counted(report: &Report, output: &str, expected: Option<usize>, what: &str) -
     }
 }
 
-/// The tests libtest reports as ignored (`test NAME ... ignored`, with or
-/// without a reason).
-fn ignored_tests(output: &str) -> Vec<&str> {
-    output
-        .lines()
-        .filter_map(|line| {
-            let (name, status) = line.strip_prefix("test ")?.split_once(" ... ")?;
-            status.starts_with("ignored").then_some(name)
-        })
-        .collect()
-}
-
-fn suite() -> Vec<String> {
-    SUITE.iter().map(|word| word.to_string()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const OUTPUT: &str = "running 3 tests\ntest adds ... ok\ntest slow ... ignored\n\
-                          test later ... ignored, not yet\ntest result: ok. 1 passed; 0 failed; 2 ignored\n";
-
-    #[test]
-    fn ignored_tests_are_named_with_or_without_a_reason() {
-        assert_eq!(ignored_tests(OUTPUT), ["slow", "later"]);
-        assert!(ignored_tests("test adds ... ok\n").is_empty());
-    }
-
     #[test]
     fn a_run_counts_only_when_a_test_ran_and_none_was_ignored() {
-        let report = libtest::parse(OUTPUT);
-        let error = counted(&report, OUTPUT, Some(1), "run").unwrap_err();
+        let output = "running 3 tests\ntest adds ... ok\ntest slow ... ignored\n\
+                      test later ... ignored, not yet\ntest result: ok. 1 passed; 0 failed; 2 ignored\n";
+        let error = counted(&libtest::parse(output), Some(1), "run").unwrap_err();
         assert!(
             error.to_string().contains("ignored `slow`, `later`"),
             "{error}"
@@ -255,17 +189,14 @@ mod tests {
 
         let none = "running 0 tests\ntest result: ok. 0 passed; 0 failed\n";
         for expected in [None, Some(0)] {
-            let error = counted(&libtest::parse(none), none, expected, "run").unwrap_err();
+            let error = counted(&libtest::parse(none), expected, "run").unwrap_err();
             assert!(error.to_string().contains("ran no test"), "{error}");
         }
 
-        let two = "test a ... ok\ntest b ... ok\n";
-        assert_eq!(counted(&libtest::parse(two), two, None, "run").unwrap(), 2);
-        assert_eq!(
-            counted(&libtest::parse(two), two, Some(2), "run").unwrap(),
-            2
-        );
-        let error = counted(&libtest::parse(two), two, Some(3), "run").unwrap_err();
+        let two = libtest::parse("test a ... ok\ntest b ... ok\n");
+        assert_eq!(counted(&two, None, "run").unwrap(), 2);
+        assert_eq!(counted(&two, Some(2), "run").unwrap(), 2);
+        let error = counted(&two, Some(3), "run").unwrap_err();
         assert!(
             error
                 .to_string()

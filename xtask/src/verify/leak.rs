@@ -1,17 +1,14 @@
-//! **leak** — a practice folder, written as `practice` writes it, holds the
-//! learner's world of its base commit, the files handed out from the target
-//! (the focused test, each step's own test file and the `labFiles`) and the
-//! handout; no tooling, no `.git`, and no answer in any form:
+//! **leak** (README, "verify's proofs"): a practice folder, written as
+//! `practice` writes it, holds the learner's world of its base commit, the
+//! files handed out from the target and the handout, and no answer: no
+//! public name the layer adds to the teaching files outside the files from
+//! the target and the guide, no teaching file's target content (whitespace
+//! aside) under any name. In `observe` mode the practice folder is the
+//! target on purpose: its teaching files may hold the answer.
 //!
-//! * no public name the layer adds to the teaching files appears outside
-//!   the files from the target and the guide ([`super::names`] reads the
-//!   names);
-//! * no file holds a teaching file's target content (compared without
-//!   whitespace), under any name — also a teaching file the layer leaves
-//!   unchanged, whose answer is then already at the parent.
-//!
-//! In `observe` mode the practice folder is the target on purpose: its
-//! teaching files may hold the answer, every other file may not.
+//! Public names are read line by line on purpose: a teaching file is plain
+//! Rust, and a name the reader misses only makes the proof weaker, never
+//! wrong.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -22,13 +19,11 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid};
 
 use super::Chapter;
-use super::names::{contains_word, public_names};
 use super::work::{Work, progress};
 use crate::chapter;
 use crate::error::{self, Error, Result};
-use crate::manifest::{Mode, RepoPath};
+use crate::manifest::Mode;
 use crate::repo::CourseRepo;
-use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
@@ -37,7 +32,7 @@ pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
     progress(chapter.id(), "leak: writing a practice folder");
     let dir = work.lab(chapter, "leak", &chapter.manifest)?;
     let files = practice_files(&dir)?;
-    let mut problems = differences(work.repo, chapter, &dir, &files)?;
+    let mut problems = differences(work.repo, chapter, &files)?;
     let names = added_names(work.repo, chapter)?;
     problems.extend(name_leaks(work.repo, chapter, &files, &names)?);
     problems.extend(answer_copies(work.repo, chapter, &files)?);
@@ -68,46 +63,25 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
         let entry = entry.map_err(|error| {
             Error::check_failed(format!("cannot walk {}: {error}", dir.display()))
         })?;
-        let kind = entry.file_type();
-        if kind.is_dir() {
-            continue;
-        }
         let path = entry.path();
-        let relative = path
-            .strip_prefix(dir)
-            .expect("walkdir stays below its root")
-            .to_path_buf();
         let read = error::io(format!("cannot read {}", path.display()));
-        let (bytes, mode, content) = if kind.is_symlink() {
+        let kind = entry.file_type();
+        let (bytes, mode, content) = if kind.is_dir() {
+            continue;
+        } else if kind.is_symlink() {
             let target = fs::read_link(path).map_err(read)?;
-            (
-                target.as_os_str().as_bytes().to_vec(),
-                tree::MODE_SYMLINK,
-                None,
-            )
-        } else if kind.is_file() {
-            let meta = entry.metadata().map_err(|error| {
-                Error::check_failed(format!("cannot inspect {}: {error}", path.display()))
-            })?;
-            // Never through a symlink, never waiting on a FIFO put there meanwhile.
-            let content = safe_fs::read_inside(dir, &relative)
-                .map_err(|refusal| Error::check_failed(format!("cannot read {refusal}")))?
-                .unwrap_or_default();
-            (
-                content.clone(),
-                tree::file_mode(meta.permissions().mode()),
-                Some(content),
-            )
+            let bytes = target.as_os_str().as_bytes().to_vec();
+            (bytes, tree::MODE_SYMLINK, None)
         } else {
-            return Err(Error::check_failed(format!(
-                "{} is neither a file, a folder nor a symlink",
-                relative.display()
-            )));
+            let meta = fs::symlink_metadata(path).map_err(read)?;
+            let content = fs::read(path).map_err(error::io("cannot read a practice file"))?;
+            let mode = tree::file_mode(meta.permissions().mode());
+            (content.clone(), mode, Some(content))
         };
         let oid =
             Oid::hash_object(ObjectType::Blob, &bytes).map_err(error::git("cannot hash a file"))?;
         files.push(PracticeFile {
-            relative,
+            relative: path.strip_prefix(dir).unwrap_or(path).to_path_buf(),
             blob: (oid, mode),
             content,
         });
@@ -115,133 +89,58 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-/// What a practice folder's files must be: the base tree's blobs, the
-/// files from the target and the handout.
-struct Expected {
-    base: BTreeMap<PathBuf, tree::Blob>,
-    /// Each file from the target (a lab test, a lab file) and its blob there.
-    from_target: BTreeMap<PathBuf, Option<tree::Blob>>,
-    guide: String,
-    tutor: Option<String>,
-    /// The base commit's short id, for messages.
-    base_short: String,
-}
-
-impl Expected {
-    fn new(repo: &CourseRepo, chapter: &Chapter) -> Result<Expected> {
-        let manifest = &chapter.manifest;
-        let base = chapter.checkpoint.base(manifest.mode);
-        let base_tree = repo.tree_of(base.oid)?;
-        let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
-        let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
-        let from_target = manifest
-            .target_files()
-            .into_iter()
-            .map(|test| {
-                let path = PathBuf::from(test.as_str());
-                let blob = target.get(&path).copied();
-                (path, blob)
-            })
-            .collect();
-        Ok(Expected {
-            base: tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?,
-            from_target,
-            // verify's labs are built without a pointer to a real place.
-            guide: crate::learner_text::guide_with_header(
-                manifest,
-                &chapter.checkpoint,
-                None,
-                &chapter.handout.guide,
-            ),
-            tutor: chapter.handout.tutor.clone(),
-            base_short: base.short.clone(),
-        })
-    }
-
-    /// What is wrong with one file of the practice folder, if anything.
-    fn problem(&self, file: &PracticeFile) -> Option<String> {
-        let relative = &file.relative;
-        let shown = relative.display();
-        let handout = if relative == Path::new(chapter::GUIDE_FILE) {
-            Some((Some(&self.guide), "the chapter's guide with its header"))
-        } else if relative == Path::new(chapter::TUTOR_FILE) && self.tutor.is_some() {
-            Some((self.tutor.as_ref(), "the course's tutor protocol"))
-        } else {
-            None
-        };
-        if let Some((wanted, what)) = handout {
-            let same = file.content.as_deref() == wanted.map(String::as_bytes);
-            return (!same).then(|| format!("{shown} is not {what}"));
-        }
-        let (wanted, from) = match self.from_target.get(relative) {
-            Some(blob) => (blob.as_ref(), "the target's version"),
-            None => (self.base.get(relative), "the base tree"),
-        };
-        let Some(wanted) = wanted else {
-            return Some(format!(
-                "{shown} is not in {}'s learner world",
-                self.base_short
-            ));
-        };
-        (file.blob != (wanted.oid, tree::normal_mode(wanted.mode)))
-            .then(|| format!("{shown} differs from {from}"))
-    }
-
-    /// The files from the target and base files the practice folder lacks.
-    fn missing(&self, files: &[PracticeFile]) -> Vec<String> {
-        let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
-        let handed = self.from_target.keys().filter(|file| !seen.contains(file));
-        let base = self
-            .base
-            .keys()
-            .filter(|path| !seen.contains(path) && !self.from_target.contains_key(*path));
-        handed
-            .map(|file| format!("{} from the target is missing", file.display()))
-            .chain(base.map(|path| format!("{} from the base tree is missing", path.display())))
-            .collect()
-    }
-}
-
-/// Compares a practice folder with the trees it was made from: no tooling,
-/// no `.git`, every file the base tree's, the target's or the handout's.
+/// What is wrong with the practice folder's files: each must be the base
+/// tree's (no tooling, no `.git`), the target's (the files from the target)
+/// or the handout, and none may be missing.
 fn differences(
     repo: &CourseRepo,
     chapter: &Chapter,
-    dir: &Path,
     files: &[PracticeFile],
 ) -> Result<Vec<String>> {
-    let expected = Expected::new(repo, chapter)?;
-    let mut problems = Vec::new();
-    for forbidden in worlds::TOOLING.iter().chain([&".git"]) {
-        if fs::symlink_metadata(dir.join(forbidden)).is_ok() {
-            problems.push(format!("the practice folder holds `{forbidden}`"));
+    let manifest = &chapter.manifest;
+    let base = chapter.checkpoint.base(manifest.mode);
+    let base_tree = repo.tree_of(base.oid)?;
+    let mut expected = tree::list_tree(&repo.git, &base_tree, &worlds::is_tooling)?;
+    let target_tree = repo.tree_of(chapter.checkpoint.target.oid)?;
+    let target = tree::list_tree(&repo.git, &target_tree, &|_| false)?;
+    for file in manifest.target_files() {
+        let path = PathBuf::from(file.as_str());
+        if let Some(blob) = target.get(&path) {
+            expected.insert(path, *blob);
         }
     }
-    problems.extend(files.iter().filter_map(|file| expected.problem(file)));
-    problems.extend(expected.missing(files));
+    // The handout is what `practice` writes from the chapter folder.
+    let handout = [chapter::GUIDE_FILE, chapter::TUTOR_FILE].map(PathBuf::from);
+    let mut problems = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !handout.contains(&file.relative))
+    {
+        let shown = file.relative.display();
+        match expected.get(&file.relative) {
+            None => problems.push(format!("{shown} is not in {}'s learner world", base.short)),
+            Some(wanted) if file.blob != (wanted.oid, tree::normal_mode(wanted.mode)) => {
+                problems.push(format!("{shown} differs from the tree it was written from"))
+            }
+            Some(_) => {}
+        }
+    }
+    let seen: BTreeSet<&PathBuf> = files.iter().map(|file| &file.relative).collect();
+    let missing = expected.keys().filter(|path| !seen.contains(path));
+    problems.extend(missing.map(|path| format!("{} is missing", path.display())));
     Ok(problems)
 }
 
-/// The files a practice folder may name the layer's public names in: the
-/// files from the target and the guide, and in `observe` mode the teaching
-/// files themselves.
-fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
+/// The files a practice folder may hand out the answer in: the files from
+/// the target and the guide, and in `observe` mode the teaching files.
+fn exempt(chapter: &Chapter) -> Vec<PathBuf> {
     let manifest = &chapter.manifest;
-    let mut allowed: Vec<PathBuf> = manifest
-        .target_files()
-        .into_iter()
-        .map(|test| PathBuf::from(test.as_str()))
-        .collect();
-    allowed.push(PathBuf::from(chapter::GUIDE_FILE));
+    let mut exempt = manifest.target_files();
     if manifest.mode == Mode::Observe {
-        allowed.extend(
-            manifest
-                .teaching_files
-                .iter()
-                .map(|file| PathBuf::from(file.as_str())),
-        );
+        exempt.extend(&manifest.teaching_files);
     }
-    allowed
+    let exempt = exempt.into_iter().map(|file| PathBuf::from(file.as_str()));
+    exempt.chain([PathBuf::from(chapter::GUIDE_FILE)]).collect()
 }
 
 /// The public names the layer adds to its teaching files, with the file
@@ -249,19 +148,15 @@ fn allowed(chapter: &Chapter) -> Vec<PathBuf> {
 fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, String>> {
     let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let target = repo.tree_of(chapter.checkpoint.target.oid)?;
-    let names_in = |tree: &git2::Tree<'_>, path: &str| -> Result<BTreeSet<String>> {
-        let source = tree::file_at(&repo.git, tree, path)?.unwrap_or_default();
-        Ok(public_names(&String::from_utf8_lossy(&source))
-            .into_iter()
-            .collect())
-    };
     let mut before = BTreeSet::new();
-    for teaching in &chapter.manifest.teaching_files {
-        before.extend(names_in(&parent, teaching.as_str())?);
-    }
     let mut added = BTreeMap::new();
     for teaching in &chapter.manifest.teaching_files {
-        for name in names_in(&target, teaching.as_str())? {
+        let source = tree::file_at(&repo.git, &parent, teaching.as_str())?.unwrap_or_default();
+        before.extend(public_names(&String::from_utf8_lossy(&source)));
+    }
+    for teaching in &chapter.manifest.teaching_files {
+        let source = tree::file_at(&repo.git, &target, teaching.as_str())?.unwrap_or_default();
+        for name in public_names(&String::from_utf8_lossy(&source)) {
             if !before.contains(&name) {
                 added.entry(name).or_insert_with(|| teaching.to_string());
             }
@@ -270,7 +165,7 @@ fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, 
     Ok(added)
 }
 
-/// Every file of the practice folder but the allowed ones that mentions one
+/// Every file of the practice folder but the exempt ones that mentions one
 /// of `names` as a whole word where the parent's version of that file does
 /// not (a word the starting point already had, like a module `tool` before
 /// chapter 06 adds `Tool`s, gives nothing away).
@@ -280,13 +175,10 @@ fn name_leaks(
     files: &[PracticeFile],
     names: &BTreeMap<String, String>,
 ) -> Result<Vec<String>> {
-    let allowed = allowed(chapter);
+    let exempt = exempt(chapter);
     let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let mut problems = Vec::new();
-    for file in files
-        .iter()
-        .filter(|file| !allowed.contains(&file.relative))
-    {
+    for file in files.iter().filter(|file| !exempt.contains(&file.relative)) {
         let Some(content) = &file.content else {
             continue;
         };
@@ -297,8 +189,7 @@ fn name_leaks(
         for (name, teaching) in names {
             if contains_word(&text, name) && !contains_word(&before, name) {
                 problems.push(format!(
-                    "`{name}` (added to {teaching} by the layer) appears in {}",
-                    file.relative.display()
+                    "`{name}` (added to {teaching} by the layer) appears in {relative}"
                 ));
             }
         }
@@ -306,9 +197,8 @@ fn name_leaks(
     Ok(problems)
 }
 
-/// Every file of the practice folder (but a teaching file in `observe`
-/// mode) whose content, whitespace aside, is a teaching file's content at
-/// the target.
+/// Every file of the practice folder but the exempt ones whose content,
+/// whitespace aside, is a teaching file's content at the target.
 fn answer_copies(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -317,7 +207,7 @@ fn answer_copies(
     let manifest = &chapter.manifest;
     let target = &chapter.checkpoint.target;
     let tree = repo.tree_of(target.oid)?;
-    let mut answers: HashMap<Vec<u8>, &RepoPath> = HashMap::new();
+    let mut answers = HashMap::new();
     for teaching in &manifest.teaching_files {
         let content = tree::file_at(&repo.git, &tree, teaching.as_str())?.unwrap_or_default();
         let squeezed = without_whitespace(&content);
@@ -325,18 +215,10 @@ fn answer_copies(
             answers.entry(squeezed).or_insert(teaching);
         }
     }
-    let observed = |path: &Path| {
-        manifest.mode == Mode::Observe
-            && manifest
-                .teaching_files
-                .iter()
-                .any(|file| Path::new(file.as_str()) == path)
-    };
+    let exempt = exempt(chapter);
     let mut problems = Vec::new();
-    for file in files.iter().filter(|file| !observed(&file.relative)) {
-        let Some(content) = &file.content else {
-            continue;
-        };
+    for file in files.iter().filter(|file| !exempt.contains(&file.relative)) {
+        let content = file.content.as_deref().unwrap_or_default();
         let Some(teaching) = answers.get(&without_whitespace(content)) else {
             continue;
         };
@@ -368,6 +250,59 @@ fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// The item kinds whose names count as a layer's public names.
+const ITEM_KINDS: [&str; 9] = [
+    "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
+];
+
+/// The keywords that may stand between the visibility and the name besides
+/// the item kinds (`pub const unsafe fn`, `pub extern "C" fn`, `pub static
+/// mut`); none can be a name.
+const QUALIFIERS: [&str; 4] = ["async", "unsafe", "extern", "mut"];
+
+/// Top-level public item names of a Rust source (`pub fn name`, `pub struct
+/// Name`, …, whatever the visibility's scope and qualifiers), in order.
+pub fn public_names(source: &str) -> Vec<String> {
+    source.lines().filter_map(public_name).collect()
+}
+
+/// The name a top-level `pub` item declared on `line` gives, if any: the
+/// first word after the visibility that is no item kind, qualifier or ABI
+/// string, when an item kind came before it.
+fn public_name(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("pub")?;
+    let rest = match rest.trim_start().strip_prefix('(') {
+        Some(scope) => &scope[scope.find(')')? + 1..],
+        None if rest.starts_with(char::is_whitespace) => rest,
+        None => return None,
+    };
+    // Raw identifiers (`r#type`) and ABI strings (`"C"`) are one word each.
+    let in_word = |c: char| is_ident(c) || c == '#' || c == '"';
+    let mut kind = false;
+    for word in rest.split(|c| !in_word(c)).filter(|word| !word.is_empty()) {
+        if ITEM_KINDS.contains(&word) {
+            kind = true;
+        } else if !QUALIFIERS.contains(&word) && !word.starts_with('"') {
+            let is_name = word != "_" && word.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            return (kind && is_name).then(|| word.to_string());
+        }
+    }
+    None
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// True when `word` occurs in `text` with no identifier character on either side.
+pub fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +315,79 @@ mod tests {
         assert_ne!(
             without_whitespace(answer),
             without_whitespace(b"pub fn add(a: i32) -> i32 { b }")
+        );
+    }
+
+    #[test]
+    fn public_names_are_the_top_level_pub_items() {
+        let source = "pub fn text_of(m: &M) -> String {}\npub struct Usage {\n    pub input: u64,\n}\n\
+                      pub(crate) enum Kind {}\npub mod types;\npub use x::Y;\nfn private() {}\n    pub fn method() {}\n\
+                      pub const EMPTY_USAGE: Usage = Usage;\npub trait Model {}\npub type Alias = u8;\n\
+                      public fn not_rust() {}\npub(crate)fn tight() {}\n";
+        assert_eq!(
+            public_names(source),
+            [
+                "text_of",
+                "Usage",
+                "Kind",
+                "types",
+                "EMPTY_USAGE",
+                "Model",
+                "Alias",
+                "tight"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_qualifier_is_read_past_to_the_name() {
+        let cases = [
+            ("pub const fn x() {}", "x"),
+            ("pub const unsafe fn cu() {}", "cu"),
+            ("pub async fn fetch() {}", "fetch"),
+            ("pub async unsafe fn au() {}", "au"),
+            ("pub unsafe fn raw() {}", "raw"),
+            ("pub extern \"C\" fn callback() {}", "callback"),
+            ("pub extern fn bare() {}", "bare"),
+            ("pub unsafe extern \"C\" fn ue() {}", "ue"),
+            ("pub const unsafe extern \"C\" fn cue() {}", "cue"),
+            ("pub static mut COUNTER: u32 = 0;", "COUNTER"),
+            ("pub static LIMIT: u32 = 0;", "LIMIT"),
+            ("pub const LIMIT2: u32 = 0;", "LIMIT2"),
+            ("pub unsafe trait Send2 {}", "Send2"),
+            ("pub fn default() -> Self {}", "default"),
+            ("pub union Bits { a: u32 }", "Bits"),
+            ("pub(crate) const fn crate_const() {}", "crate_const"),
+            ("pub(super) static mut UP: u8 = 0;", "UP"),
+            ("pub(in crate::types) async fn scoped() {}", "scoped"),
+            ("pub fn generic<T: Into<String>>(t: T) {}", "generic"),
+            ("pub struct Tuple(pub u8);", "Tuple"),
+            ("pub fn r#type() {}", "r#type"),
+        ];
+        for (line, name) in cases {
+            assert_eq!(public_names(line), [name], "{line}");
+        }
+        for line in [
+            "pub use crate::x;",
+            "pub extern crate serde;",
+            "pub impl X {}",
+            "pub const _: () = ();",
+            "pub static mut",
+            "pub",
+        ] {
+            assert!(public_names(line).is_empty(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_word_is_found_only_between_non_identifier_characters() {
+        assert!(contains_word("use course::types::{text};", "text"));
+        assert!(contains_word("text", "text"));
+        assert!(!contains_word("text_stream(texts)", "text"));
+        assert!(!contains_word("context", "text"));
+        assert!(
+            !contains_word("日本text語", "text"),
+            "letters of any script continue an identifier"
         );
     }
 }

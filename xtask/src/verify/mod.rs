@@ -1,35 +1,18 @@
 //! `verify [NN…]`: proves every checkpoint honest (README, "The main job and
 //! the tests"), each proof in a folder of its own written fresh from git
-//! objects under `target/xtask-verify/`.
-//!
-//! This module is the API: [`Options`] in, [`Report`] out ([`run`]), called
-//! by the CLI (`impl cli::Verify`) and by `recut`; it reads the chapters to
-//! prove. The rest, one thing per module:
-//!
-//! * [`proof`] — the proofs, each a name and the function that proves it, in
-//!   the order they run and are shown;
-//! * [`labs`] — **parent**, **red**, **green** and **steps**: the proofs that
-//!   run a lab's tests and count them;
-//! * [`faults`] — **faults**: each declared bug, applied to a private copy of
-//!   the target, is caught by its test;
-//! * [`leak`] — **leak**: what a practice folder may hold;
-//! * [`names`] — the leak scanner's reading of Rust: public names, whole words;
-//! * [`work`] — the work folder: fresh folders, labs, running commands;
-//! * [`lock`] — one verify per repository, and what a killed one left running;
-//! * [`report`] — the table, the JSON and the verdict.
-//!
-//! No proof depends on another's leftovers: each writes the folder it uses.
+//! objects under `target/xtask-verify/` ([`work`]): **parent**, **red**,
+//! **green** and **steps** run a lab's tests ([`labs`]), **faults** applies
+//! each declared bug to a private copy of the target ([`faults`]), **leak**
+//! checks what a practice folder holds ([`leak`]). No proof depends on
+//! another's leftovers.
 
 mod faults;
 mod labs;
 mod leak;
-mod lock;
-mod names;
-mod proof;
 mod report;
 mod work;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::chapter::{self, ChapterFolder, Handout};
 use crate::cli;
@@ -39,6 +22,20 @@ use crate::manifest::{ChapterId, Manifest};
 use crate::repo::CourseRepo;
 
 pub use report::Report;
+use report::{ChapterReport, ProofResult};
+
+/// A proof's function: what was proven, or why it failed.
+type Prove = fn(&work::Work, &Chapter) -> Result<String>;
+
+/// Every proof, in the order they run and are shown, by its name in the table.
+const PROOFS: [(&str, Prove); 6] = [
+    ("parent", labs::parent),
+    ("red", labs::red),
+    ("green", labs::green),
+    ("steps", labs::steps),
+    ("faults", faults::faults),
+    ("leak", leak::leak),
+];
 
 /// What to verify, and how long one run may take.
 #[derive(Debug, Clone)]
@@ -57,18 +54,40 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
     let chapters = chapters(repo, &options.ids)?;
     let ids: Vec<ChapterId> = chapters.iter().map(Chapter::id).collect();
     let work = work::Work::open(repo, &ids, options.timeout)?;
-    let mut results = Vec::new();
+    let mut report = Report {
+        passed: true,
+        chapters: Vec::new(),
+    };
     for chapter in &chapters {
         let mut proofs = Vec::new();
-        for proof in &proof::PROOFS {
-            proofs.push(proof.prove(&work, chapter)?);
+        for (name, prove) in PROOFS {
+            let started = Instant::now();
+            let outcome = prove(&work, chapter);
+            let seconds = started.elapsed().as_secs_f64();
+            // A failure is the proof's detail; only a signal or the machine
+            // failing (exit 3 or more) ends the whole run.
+            let (passed, detail) = match outcome {
+                Ok(detail) => (true, detail),
+                Err(error) if error.exit_code() >= 3 => return Err(error),
+                Err(error) => (false, error.to_string()),
+            };
+            let mark = if passed { "ok" } else { "FAILED" };
+            let line = format!("{name}: {mark} ({seconds:.1}s) {detail}");
+            work::progress(chapter.id(), &line);
+            report.passed &= passed;
+            proofs.push(ProofResult {
+                proof: name,
+                passed,
+                seconds,
+                detail,
+            });
         }
-        results.push(report::ChapterReport {
+        report.chapters.push(ChapterReport {
             id: chapter.id(),
             proofs,
         });
     }
-    Ok(Report::new(results))
+    Ok(report)
 }
 
 impl cli::Verify {

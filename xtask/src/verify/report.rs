@@ -1,14 +1,23 @@
 //! What a verify run found: one row per chapter, one cell per proof; shown
 //! as a table or as JSON, and the verdict. The exit status is the verdict
-//! even when the output goes nowhere (`verify … | true`): a failed proof is
-//! never turned into success by a closed stdout.
+//! even when the output goes nowhere (`verify … | true`).
 
 use serde::Serialize;
 
-use super::proof::{PROOFS, ProofResult};
+use super::PROOFS;
 use crate::error::{Error, Result};
 use crate::manifest::ChapterId;
 use crate::out::{self, outln};
+
+/// What one proof found for one chapter: one cell of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofResult {
+    pub proof: &'static str,
+    pub passed: bool,
+    pub seconds: f64,
+    /// What was proven, or why it failed.
+    pub detail: String,
+}
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
@@ -25,22 +34,6 @@ pub struct Report {
 }
 
 impl Report {
-    pub(super) fn new(chapters: Vec<ChapterReport>) -> Report {
-        let passed = chapters
-            .iter()
-            .all(|chapter| chapter.proofs.iter().all(|proof| proof.passed));
-        Report { passed, chapters }
-    }
-
-    /// How many proofs failed.
-    pub fn failed(&self) -> usize {
-        self.chapters
-            .iter()
-            .flat_map(|chapter| &chapter.proofs)
-            .filter(|proof| !proof.passed)
-            .count()
-    }
-
     /// Prints the report (the table, or JSON) and returns the verdict:
     /// `Err` (exit 1) when a proof failed, whether or not the output could be
     /// written.
@@ -50,7 +43,7 @@ impl Report {
         } else {
             self.print_table();
         }
-        match self.failed() {
+        match self.failures().len() {
             0 => Ok(()),
             failed => Err(Error::check_failed(format!(
                 "verify: {failed} proof(s) failed (details above)"
@@ -58,29 +51,33 @@ impl Report {
         }
     }
 
+    fn failures(&self) -> Vec<(ChapterId, &ProofResult)> {
+        let proofs = self.chapters.iter().flat_map(|chapter| {
+            let failed = chapter.proofs.iter().filter(|proof| !proof.passed);
+            failed.map(|proof| (chapter.id, proof))
+        });
+        proofs.collect()
+    }
+
     fn print_table(&self) {
         outln!();
         let mut header = format!("{:<8}", "chapter");
-        for proof in &PROOFS {
-            header.push_str(&format!("{:<14}", proof.name));
+        for (name, _) in &PROOFS {
+            header.push_str(&format!("{name:<14}"));
         }
         outln!("{}", header.trim_end());
         for chapter in &self.chapters {
             let mut row = format!("{:<8}", chapter.id.to_string());
             for proof in &chapter.proofs {
                 let mark = if proof.passed { "pass" } else { "FAIL" };
-                row.push_str(&format!(
-                    "{:<14}",
-                    format!("{mark} {:>5.1}s", proof.seconds)
-                ));
+                let cell = format!("{mark} {:>5.1}s", proof.seconds);
+                row.push_str(&format!("{cell:<14}"));
             }
             outln!("{}", row.trim_end());
         }
-        for chapter in &self.chapters {
-            for proof in chapter.proofs.iter().filter(|proof| !proof.passed) {
-                let detail = out::escape_control_lines(&proof.detail);
-                outln!("\n{} {}: {detail}", chapter.id, proof.proof);
-            }
+        for (id, proof) in self.failures() {
+            let detail = out::escape_control_lines(&proof.detail);
+            outln!("\n{id} {}: {detail}", proof.proof);
         }
         let verdict = if self.passed {
             "every checkpoint is honest"

@@ -2,20 +2,18 @@
 //! folders, labs as `practice` writes them, the target's tree, and running
 //! a command in one of them.
 //!
-//! One cargo target folder is shared by all runs so dependencies build once.
-//! That is safe because every folder is written fresh right before its first
-//! build (newer than anything cargo has built) and no folder is modified
-//! afterwards: a fault gets its own copy, so an interrupted run leaves no
-//! fault applied anywhere. Nothing on the way to a folder may be a symlink
-//! or anything but a folder (exit 2); an old folder, or a link in its
-//! place, is removed without following anything inside it.
+//! One cargo target folder is shared by all runs so dependencies build once:
+//! every folder is written fresh right before its first build (newer than
+//! anything cargo has built) and never modified afterwards (a fault gets its
+//! own copy). Nothing on the way to a folder may be a symlink or anything
+//! but a folder (exit 2).
 
-use std::fs;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Chapter;
-use super::lock::{self, Lock};
 use crate::error::{self, Error, Result};
 use crate::lab;
 use crate::libtest::{self, Report};
@@ -28,9 +26,7 @@ use crate::tree;
 use crate::worlds;
 
 /// Where verify works, below the repository root.
-pub const WORK_FOLDER: &str = "target/xtask-verify";
-/// The shared cargo target folder, in the work folder.
-const CARGO_TARGET: &str = "cargo-target";
+const WORK_FOLDER: &str = "target/xtask-verify";
 
 /// The work folder, locked for this run.
 pub(super) struct Work<'a> {
@@ -38,19 +34,27 @@ pub(super) struct Work<'a> {
     root: PathBuf,
     cargo_target: PathBuf,
     timeout: Duration,
-    _lock: Lock,
+    _lock: File,
 }
 
 impl<'a> Work<'a> {
     /// Makes and locks the work folder with a folder per chapter of `ids`.
     pub fn open(repo: &'a CourseRepo, ids: &[ChapterId], timeout: Duration) -> Result<Work<'a>> {
-        let refused = |refusal| work_refused(repo, refusal);
-        let root = safe_fs::folder_inside(&repo.root, Path::new(WORK_FOLDER)).map_err(refused)?;
-        let lock = lock::take(&root)?;
-        let cargo_target =
-            safe_fs::folder_inside(&root, Path::new(CARGO_TARGET)).map_err(refused)?;
+        let folder = |root: &Path, name: &str| {
+            safe_fs::folder_inside(root, Path::new(name)).map_err(|refusal| {
+                Error::bad_input(format!(
+                    "cannot use {} as verify's work folder: {refusal}; verify never writes \
+                     through a symlink nor opens anything but its own folders there (remove it, \
+                     e.g. `rm -r target`, and run verify again)",
+                    repo.root.join(WORK_FOLDER).display()
+                ))
+            })
+        };
+        let root = folder(&repo.root, WORK_FOLDER)?;
+        let lock = lock(&root)?;
+        let cargo_target = folder(&root, "cargo-target")?;
         for id in ids {
-            safe_fs::folder_inside(&root, Path::new(&id.to_string())).map_err(refused)?;
+            folder(&root, &id.to_string())?;
         }
         Ok(Work {
             repo,
@@ -63,9 +67,7 @@ impl<'a> Work<'a> {
 
     /// An empty folder `name` for one proof of `chapter`, written fresh.
     fn fresh_folder(&self, chapter: &Chapter, name: &str) -> Result<PathBuf> {
-        let chapter_work = safe_fs::folder_inside(&self.root, Path::new(&chapter.id().to_string()))
-            .map_err(|refusal| work_refused(self.repo, refusal))?;
-        let dir = chapter_work.join(name);
+        let dir = self.root.join(chapter.id().to_string()).join(name);
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => fs::remove_dir_all(&dir),
             Ok(_) => fs::remove_file(&dir),
@@ -81,10 +83,11 @@ impl<'a> Work<'a> {
     /// ([`Manifest::target_files`]).
     pub fn lab(&self, chapter: &Chapter, name: &str, manifest: &Manifest) -> Result<PathBuf> {
         let dir = self.fresh_folder(chapter, name)?;
+        let checkpoint = &chapter.checkpoint;
         lab::build(
             self.repo,
             manifest,
-            &chapter.checkpoint,
+            checkpoint,
             &chapter.handout,
             &dir,
             None,
@@ -100,19 +103,18 @@ impl<'a> Work<'a> {
         Ok(dir)
     }
 
-    /// Runs `program` (and `extra`) in `dir`, showing the command first. A
-    /// run past the timeout is a failure.
+    /// Runs `command` in `dir`, showing it first. A run past the timeout is
+    /// a failure.
     pub fn run(
         &self,
         chapter: &Chapter,
         proof: &str,
         dir: &Path,
-        program: &[String],
-        extra: &[String],
+        command: &[String],
     ) -> Result<Captured> {
         let invocation = Invocation {
-            command: program,
-            extra,
+            command,
+            extra: &[],
             dir,
             target_dir: &self.cargo_target,
             timeout: self.timeout,
@@ -134,26 +136,19 @@ impl<'a> Work<'a> {
     }
 
     /// Runs and requires success; the error quotes the first problem.
-    /// Returns what libtest reported and the whole output.
     pub fn passing(
         &self,
         chapter: &Chapter,
         proof: &str,
         dir: &Path,
-        program: &[String],
-        extra: &[String],
-    ) -> Result<(Report, String)> {
-        let run = self.run(chapter, proof, dir, program, extra)?;
+        command: &[String],
+    ) -> Result<Report> {
+        let run = self.run(chapter, proof, dir, command)?;
         let report = libtest::parse(&run.output);
         if run.success {
-            return Ok((report, run.output));
+            return Ok(report);
         }
-        let shown = program
-            .iter()
-            .chain(extra)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let shown = command.join(" ");
         Err(Error::check_failed(match report.failed.first() {
             Some(failure) if report.compiled => {
                 format!("`{shown}` fails `{}`: {}", failure.name, failure.message)
@@ -163,15 +158,34 @@ impl<'a> Work<'a> {
     }
 }
 
-/// A work folder that would pass through a symlink, or that is not a
-/// folder (a FIFO, a file): nothing is written there.
-fn work_refused(repo: &CourseRepo, refusal: safe_fs::Refusal) -> Error {
-    Error::bad_input(format!(
-        "cannot use {} as verify's work folder: {refusal}; verify never writes through a symlink \
-         nor opens anything but its own folders there (remove it, e.g. `rm -r target`, and run \
-         verify again)",
-        repo.root.join(WORK_FOLDER).display()
-    ))
+/// Takes the lock `lock` of the work folder `root`, held until the file is
+/// dropped: one verify per repository at a time. An OS lock (`flock`), so
+/// the OS releases it when its holder dies, even by SIGKILL, and a stale
+/// lock file never stops the next run. Never opened through a symlink.
+fn lock(root: &Path) -> Result<File> {
+    let path = root.join("lock");
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(error::io(format!(
+            "cannot open verify's lock file {} (remove it and run verify again)",
+            path.display()
+        )))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::bad_input(format!(
+            "another `cargo xtask verify` is running in this repository (it holds {}): \
+             wait for it to finish, then run verify again",
+            path.display()
+        ))),
+        Err(TryLockError::Error(error)) => {
+            Err(error::io(format!("cannot lock {}", path.display()))(error))
+        }
+    }
 }
 
 /// One progress line on stderr, its control characters escaped (a failing
@@ -184,4 +198,21 @@ pub(super) fn progress(id: ChapterId, message: &str) {
 pub(super) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_lock_file_is_taken_and_a_held_one_refused() {
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("lock"), "999999999\n").unwrap();
+        let held = lock(work.path()).unwrap();
+        let refused = lock(work.path()).map(|_| ()).unwrap_err();
+        assert_eq!(refused.exit_code(), 2);
+        assert!(refused.to_string().contains("another"), "{refused}");
+        drop(held);
+        assert!(lock(work.path()).is_ok());
+    }
 }
