@@ -88,7 +88,9 @@ fn locate_cut(repo: &Repository, id: ChapterId) -> Result<Option<Checkpoint>> {
         .and_then(|head| head.peel_to_commit())
         .map_err(error::git("cannot read HEAD"))?;
     let prefix = id.commit_prefix();
-    let Some(target) = newest(repo, &head, |subject| subject.starts_with(prefix.as_bytes()))?
+    let Some(target) = newest(repo, &head, |subject| {
+        subject.starts_with(prefix.as_bytes())
+    })?
     else {
         return Ok(None);
     };
