@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::locate::Checkpoint;
 use crate::manifest::{self, ChapterId, Manifest};
-use crate::repo::CourseRepo;
+use crate::repo::{CHECKPOINTS_DIR, CourseRepo};
 use crate::safe_fs;
 use crate::tree;
 
@@ -19,8 +19,6 @@ use crate::tree;
 pub const MANIFEST_FILE: &str = "checkpoint.json";
 /// The learner's guide; a practice folder holds it at its root, under the same name.
 pub const GUIDE_FILE: &str = "LEARNING.md";
-/// The hint ladder (authoring material: it never reaches a practice folder).
-pub const HINTS_FILE: &str = "hints.md";
 /// The course's tutor protocol for AI coding assistants, in `checkpoints/`;
 /// every practice folder gets a copy at its root under the same name.
 pub const TUTOR_FILE: &str = "AGENTS.md";
@@ -42,70 +40,39 @@ pub struct Handout {
 }
 
 impl ChapterFolder {
-    /// The manifest path, for messages.
-    pub fn manifest_path(&self) -> PathBuf {
-        self.dir.join(MANIFEST_FILE)
+    /// Reads a text file of the repository (`relative` to its root), never
+    /// through a symlink; `None` when it does not exist.
+    fn read_text(&self, relative: &Path) -> Result<Option<String>> {
+        read_text_inside(
+            &self.root,
+            relative,
+            [say::chapter_file_symlink, say::chapter_file_unreadable],
+            say::chapter_file_not_utf8,
+        )
     }
 
-    /// The learner's guide of this chapter.
-    pub fn guide_path(&self) -> PathBuf {
-        self.dir.join(GUIDE_FILE)
-    }
-
-    /// `path` relative to the repository root, for messages.
-    pub fn shown(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
-    }
-
-    /// Reads a text file below the repository root, never through a symlink;
-    /// `None` when it does not exist.
-    pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        let shown = relative.display().to_string();
-        let bytes = safe_fs::read_inside(&self.root, relative).map_err(|refusal| {
-            if refusal.is_symlink() {
-                Error::bad_input(say::chapter_file_symlink(
-                    &shown,
-                    &refusal.at.display().to_string(),
-                ))
-            } else {
-                Error::bad_input(say::chapter_file_unreadable(
-                    &shown,
-                    &say::refusal(&refusal),
-                ))
-            }
-        })?;
-        bytes
-            .map(|bytes| {
-                String::from_utf8(bytes)
-                    .map_err(|_| Error::bad_input(say::chapter_file_not_utf8(&shown)))
-            })
-            .transpose()
+    /// Reads the file `name` of this folder: its path as messages show it,
+    /// and its text; `missing` says that it does not exist.
+    pub fn read(&self, name: &str, missing: fn(&str) -> String) -> Result<(String, String)> {
+        let path = self.dir.strip_prefix(&self.root).unwrap_or(&self.dir);
+        let path = path.join(name);
+        let shown = path.display().to_string();
+        match self.read_text(&path)? {
+            Some(text) => Ok((shown, text)),
+            None => Err(Error::bad_input(missing(&shown))),
+        }
     }
 
     /// Reads the guide and the tutor protocol a practice folder hands out.
     pub fn handout(&self) -> Result<Handout> {
-        let path = self.guide_path();
-        let guide = self
-            .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::guide_missing(&self.shown(&path))))?;
-        let tutor = match self.dir.parent() {
-            Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
-            None => None,
-        };
+        let (_, guide) = self.read(GUIDE_FILE, say::guide_missing)?;
+        let tutor = self.read_text(&Path::new(CHECKPOINTS_DIR).join(TUTOR_FILE))?;
         Ok(Handout { guide, tutor })
     }
 
     /// Reads and checks the manifest. Errors give the file, line and column.
     pub fn load(&self) -> Result<Manifest> {
-        let path = self.manifest_path();
-        let shown = self.shown(&path);
-        let text = self
-            .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::manifest_missing(&shown)))?;
+        let (shown, text) = self.read(MANIFEST_FILE, say::manifest_missing)?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
@@ -190,11 +157,25 @@ pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
         })
 }
 
-impl ChapterFolder {
-    /// The hint ladder of this chapter.
-    pub fn hints_path(&self) -> PathBuf {
-        self.dir.join(HINTS_FILE)
-    }
+/// Reads the text file `relative` below `root`, never through a symlink;
+/// `None` when it does not exist. The sentences say a symlink on the way
+/// (path, link), another refusal (path, why) and text that is not UTF-8.
+pub fn read_text_inside(
+    root: &Path,
+    relative: &Path,
+    [symlink, unreadable]: [fn(&str, &str) -> String; 2],
+    not_utf8: fn(&str) -> String,
+) -> Result<Option<String>> {
+    let shown = relative.display().to_string();
+    let bytes = safe_fs::read_inside(root, relative).map_err(|refusal| {
+        Error::bad_input(if refusal.is_symlink() {
+            symlink(&shown, &refusal.at.display().to_string())
+        } else {
+            unreadable(&shown, &say::refusal(&refusal))
+        })
+    })?;
+    let text = bytes.map(|bytes| String::from_utf8(bytes).map_err(|_| not_utf8(&shown)));
+    text.transpose().map_err(Error::bad_input)
 }
 
 /// Checks the manifest against the target commit: the focused test, every

@@ -21,7 +21,6 @@ use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::out::{self, noteln, outln, shell_word};
 use crate::repo::CourseRepo;
-use crate::safe_fs;
 use crate::tree;
 
 /// One teaching file, the learner's and the answer's.
@@ -51,7 +50,12 @@ impl cli::Compare {
                 let answer = tree::file_at(&repo.git, &answers, path.as_str())?.unwrap_or_default();
                 Ok(Pair {
                     path: path.clone(),
-                    mine: read_mine(&lab, path)?,
+                    mine: chapter::read_text_inside(
+                        &lab,
+                        Path::new(path.as_str()),
+                        [say::compare_symlink, say::compare_not_readable],
+                        say::compare_not_utf8,
+                    )?,
                     answer: String::from_utf8_lossy(&answer).into_owned(),
                 })
             })
@@ -81,29 +85,6 @@ impl cli::Compare {
             &id, &dir, &verdict, &anyway,
         )))
     }
-}
-
-/// The learner's copy of a teaching file, never read through a symlink.
-fn read_mine(lab: &Path, path: &RepoPath) -> Result<Option<String>> {
-    let bytes = safe_fs::read_inside(lab, Path::new(path.as_str())).map_err(|refusal| {
-        if refusal.is_symlink() {
-            Error::bad_input(say::compare_symlink(
-                path.as_str(),
-                &refusal.at.display().to_string(),
-            ))
-        } else {
-            Error::bad_input(say::compare_not_readable(
-                path.as_str(),
-                &say::refusal(&refusal),
-            ))
-        }
-    })?;
-    bytes
-        .map(|bytes| {
-            String::from_utf8(bytes)
-                .map_err(|_| Error::bad_input(say::compare_not_utf8(path.as_str())))
-        })
-        .transpose()
 }
 
 /// How one diff line is shown: its colour on a terminal.

@@ -69,11 +69,7 @@ impl cli::Hint {
 
 /// Reads and checks a chapter's hints file (never through a symlink).
 pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
-    let path = chapter.hints_path();
-    let shown = chapter.shown(&path);
-    let text = chapter
-        .read_text(&path)?
-        .ok_or_else(|| Error::bad_input(say::hints_missing(&shown)))?;
+    let (shown, text) = chapter.read("hints.md", say::hints_missing)?;
     parse(&text).map_err(|(line, _)| Error::bad_input(say::hints_malformed(&shown, line)))
 }
 
