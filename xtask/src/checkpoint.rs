@@ -10,7 +10,7 @@ use crate::cli;
 use crate::error::{self, Result};
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::manifest::{ChapterId, Mode};
 use crate::out::{outln, shell_word};
 use crate::repo::CourseRepo;
 
@@ -57,22 +57,35 @@ impl cli::Checkpoint {
         let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
         let checkpoint = locate::locate(&repo.git, id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let files = changed_files(repo, &checkpoint)?;
+        // The answer is the teaching files: nothing of the tooling (a
+        // re-cut's start carries a different one) or the benchmarks.
+        let teaching = manifest.teaching_files.iter();
+        let teaching: Vec<_> = teaching.map(|file| shell_word(file.as_str())).collect();
+        let (start, target) = (&checkpoint.start, &checkpoint.target);
         let report = Report {
             id: manifest.id,
             title: &manifest.title,
             mode: manifest.mode,
-            start: &checkpoint.start,
+            start,
             previous_end: checkpoint.previous_end.as_ref(),
-            target: &checkpoint.target,
-            files,
+            target,
+            files: changed_files(repo, &checkpoint)?,
             focused_test: manifest.focused_test.as_str(),
             lab_files: manifest
                 .lab_files
                 .iter()
                 .map(|file| file.as_str())
                 .collect(),
-            commands: commands(&manifest, &checkpoint),
+            commands: Commands {
+                practice: format!("cargo xtask practice {id} ./lab"),
+                run: manifest.run.join(" "),
+                diff: format!(
+                    "git diff {} {} -- {}",
+                    start.short,
+                    target.short,
+                    teaching.join(" ")
+                ),
+            },
         };
         if json {
             crate::out::json(&report);
@@ -80,26 +93,6 @@ impl cli::Checkpoint {
             print_text(&report);
         }
         Ok(())
-    }
-}
-
-fn commands(manifest: &Manifest, checkpoint: &Checkpoint) -> Commands {
-    Commands {
-        practice: format!("cargo xtask practice {} ./lab", manifest.id),
-        run: manifest.run.join(" "),
-        // The answer is the teaching files: nothing of the tooling (a
-        // re-cut's start carries a different one) or the benchmarks.
-        diff: format!(
-            "git diff {} {} -- {}",
-            checkpoint.start.short,
-            checkpoint.target.short,
-            manifest
-                .teaching_files
-                .iter()
-                .map(|file| shell_word(file.as_str()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
     }
 }
 
@@ -128,24 +121,19 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
                 .path_bytes()
                 .map(String::from_utf8_lossy)
                 .unwrap_or_default();
-            ChangedFile {
-                status: status_letter(delta.status()),
-                path: path.into_owned(),
-            }
+            let status = match delta.status() {
+                Delta::Added => 'A',
+                Delta::Deleted => 'D',
+                Delta::Modified => 'M',
+                Delta::Renamed => 'R',
+                Delta::Copied => 'C',
+                Delta::Typechange => 'T',
+                _ => '?',
+            };
+            let path = path.into_owned();
+            ChangedFile { status, path }
         })
         .collect())
-}
-
-fn status_letter(status: Delta) -> char {
-    match status {
-        Delta::Added => 'A',
-        Delta::Deleted => 'D',
-        Delta::Modified => 'M',
-        Delta::Renamed => 'R',
-        Delta::Copied => 'C',
-        Delta::Typechange => 'T',
-        _ => '?',
-    }
 }
 
 /// The learner's view: where the chapter starts and ends, named by what
@@ -155,25 +143,17 @@ fn print_text(report: &Report<'_>) {
         "{}",
         say::checkpoint_heading(report.id, report.title, report.mode)
     );
-    let ends = [
-        (
-            say::START,
-            say::start_commit(
-                report.id,
-                &report.start.short,
-                report.previous_end.map(|end| end.short.as_str()),
-            ),
-            report.start,
-        ),
-        (
-            say::END,
-            format!("{}，提交 {}", say::end_of(report.id), report.target.short),
-            report.target,
-        ),
-    ];
-    for (role, what, commit) in ends {
-        outln!("{}", say::checkpoint_commit(role, &what, &commit.id));
-    }
+    let previous_end = report.previous_end.map(|end| end.short.as_str());
+    let start = say::start_commit(report.id, &report.start.short, previous_end);
+    outln!(
+        "{}",
+        say::checkpoint_commit(say::START, &start, &report.start.id)
+    );
+    let end = format!("{}，提交 {}", say::end_of(report.id), report.target.short);
+    outln!(
+        "{}",
+        say::checkpoint_commit(say::END, &end, &report.target.id)
+    );
     outln!();
     outln!("{}", say::layer_changes(report.files.len()));
     for file in &report.files {

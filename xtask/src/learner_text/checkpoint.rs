@@ -5,11 +5,12 @@
 use crate::manifest::{ChapterId, Mode};
 
 /// Where chapter `id` starts, named by what it is: the end of the chapter
-/// before it.
+/// before it in the course's numbering (whether or not this kit ports it).
 pub fn chapter_start(id: ChapterId) -> String {
-    match previous_chapter(id) {
-        Some(previous) => end_of(previous),
-        None => "课程的初始代码".to_string(),
+    let number: u8 = id.to_string().parse().unwrap_or_default();
+    match number.saturating_sub(1).to_string().parse() {
+        Ok(previous) if number > 1 => end_of(previous),
+        _ => "课程的初始代码".to_string(),
     }
 }
 
@@ -33,18 +34,6 @@ pub fn practice_from(id: ChapterId, mode: Mode) -> String {
         Mode::Rebuild => chapter_start(id),
         Mode::Observe => end_of(id),
     }
-}
-
-/// The chapter before `id` in the course's numbering (chapter NN starts
-/// where chapter NN-1 ends, whether or not this kit ports NN-1).
-fn previous_chapter(id: ChapterId) -> Option<ChapterId> {
-    let number: u8 = id.to_string().parse().ok()?;
-    number
-        .checked_sub(1)
-        .filter(|n| *n > 0)?
-        .to_string()
-        .parse()
-        .ok()
 }
 
 /// "The end of chapter NN".
