@@ -17,6 +17,7 @@ use self::report::{AT_NEW, STAGED, unchanged};
 use crate::chapter;
 use crate::cli;
 use crate::error::{self, Error, Result};
+use crate::out::noteln;
 use crate::repo::{CourseRepo, short_id};
 use crate::signals;
 
@@ -24,16 +25,11 @@ use crate::signals;
 /// (`would be overwritten`, `would be removed`, `would be lost`.)
 const REFUSED: [&str; 3] = ["not uptodate", "would be ", "index.lock"];
 
-/// The branch HEAD points to and its commit.
-pub struct Branch {
-    /// The full reference name, e.g. `refs/heads/main`.
-    pub name: String,
-    pub head: Oid,
-}
-
 /// What a completed re-cut appended, for the report.
 struct Appended {
-    branch: Branch,
+    /// The branch's full name (`refs/heads/main`) and its old head.
+    branch: String,
+    old: Oid,
     commits: Vec<Oid>,
     notes: Vec<String>,
 }
@@ -47,11 +43,22 @@ impl cli::Recut {
         let _section = signals::defer();
         let appended = self.cut(repo).map_err(report::ended)?;
         report::print_commits(&repo.git, &appended)?;
-        report::exit_if_interrupted("verify did not run");
+        if let Some(signal) = signals::received() {
+            let at = format!("the re-cut is complete ({AT_NEW}); verify did not run");
+            return Err(report::ended(Error::interrupted(signal).context(at)));
+        }
         if !self.no_verify {
             report::verify(repo)?;
         }
-        report::say_if_lost();
+        // A lost report (a full stdout) changes no verdict: this one line
+        // says where everything is, since the report could not.
+        if let Some(error) = crate::out::stdout_lost() {
+            noteln!(
+                "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
+                 cannot write to standard output: {error}"
+            );
+            crate::out::stdout_loss_reported();
+        }
         Ok(())
     }
 
@@ -78,7 +85,7 @@ impl cli::Recut {
     /// writes the new commits as objects: nothing else changes.
     fn prepare(&self, repo: &CourseRepo, index: &Path) -> Result<(Git, Appended)> {
         let git = Git::find(&repo.root)?;
-        let branch = branch(&repo.git)?;
+        let (branch, old) = branch(&repo.git)?;
         let chapters = chapter::all(&repo.checkpoints_dir())?;
         let Some(position) = chapters.iter().position(|chapter| chapter.id == self.id) else {
             return Err(chapter::find(&repo.checkpoints_dir(), self.id)
@@ -95,7 +102,7 @@ impl cli::Recut {
             })?;
         let head = repo
             .git
-            .find_commit(branch.head)
+            .find_commit(old)
             .map_err(error::git("cannot read HEAD's commit"))?;
         let real = repo.git.path().join("index");
         if real.exists() {
@@ -118,7 +125,7 @@ impl cli::Recut {
         .plan(&chapters, position)?;
         let tooling = head.tree().map_err(error::git("cannot read HEAD's tree"))?;
         let mut commits = Vec::with_capacity(cuts.len());
-        let mut parent = branch.head;
+        let mut parent = old;
         for cut in &cuts {
             signals::check()?;
             let tree = plan::compose(&repo.git, cut.learner, &tooling)?.to_string();
@@ -128,6 +135,7 @@ impl cli::Recut {
         }
         let appended = Appended {
             branch,
+            old,
             commits,
             notes,
         };
@@ -143,8 +151,8 @@ impl cli::Recut {
     /// overwrite a change it has not seen. CUT and NEW agree on the
     /// tooling, so uncommitted tooling edits stay where they are.
     fn apply(&self, git: &Git, index: &Path, appended: &Appended) -> Result<()> {
-        let (name, id, commits) = (&appended.branch.name, self.id, &appended.commits);
-        let ends = [appended.branch.head, commits[1], commits[commits.len() - 1]];
+        let (name, id, commits) = (&appended.branch, self.id, &appended.commits);
+        let ends = [appended.old, commits[1], commits[commits.len() - 1]];
         let [old, cut, new] = ends.map(|oid| oid.to_string());
         // What git would refuse now (an untracked file in the way) is
         // refused before anything changes.
@@ -194,8 +202,8 @@ impl cli::Recut {
 
 /// The branch to append to, refusing every state where moving it is wrong:
 /// an unfinished operation, unresolved conflicts, a detached HEAD, an
-/// unborn branch.
-fn branch(git: &Repository) -> Result<Branch> {
+/// unborn branch. Its full name and its head.
+fn branch(git: &Repository) -> Result<(String, Oid)> {
     let state = git.state();
     if state != RepositoryState::Clean {
         let state = format!("{state:?}").to_lowercase();
@@ -222,7 +230,7 @@ fn branch(git: &Repository) -> Result<Branch> {
     let name = String::from_utf8_lossy(name).into_owned();
     let shown = name.strip_prefix("refs/heads/").unwrap_or(&name);
     match git.refname_to_id(&name) {
-        Ok(head) => Ok(Branch { name, head }),
+        Ok(head) => Ok((name, head)),
         Err(error) if error.code() == ErrorCode::NotFound => Err(Error::bad_input(format!(
             "HEAD names the branch `{shown}`, which has no commits yet (an unborn branch): \
              recut appends to the course's history, so switch to the branch that holds it \

@@ -9,10 +9,9 @@ use super::Appended;
 use crate::error::{self, Error, Result};
 use crate::locate::Checkpoint;
 use crate::manifest::ChapterId;
-use crate::out::{self, noteln, outln};
+use crate::out::{noteln, outln};
 use crate::repo::CourseRepo;
 use crate::runner::DEFAULT_TIMEOUT;
-use crate::signals;
 use crate::verify;
 use crate::worlds;
 
@@ -48,40 +47,16 @@ pub fn ended(error: Error) -> Error {
     std::process::exit(i32::from(error.exit_code()))
 }
 
-/// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
-pub fn exit_if_interrupted(what: &str) {
-    if let Some(signal) = signals::received() {
-        ended(
-            Error::interrupted(signal)
-                .context(format!("the re-cut is complete ({AT_NEW}); {what}")),
-        );
-    }
-}
-
-/// After the report: a lost report (a full stdout) changes no verdict, and
-/// this one line on stderr says where everything is, since the report
-/// could not.
-pub fn say_if_lost() {
-    if let Some(error) = out::stdout_lost() {
-        noteln!(
-            "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
-             cannot write to standard output: {error}"
-        );
-        out::stdout_loss_reported();
-    }
-}
-
 /// The commits a re-cut appended, and where everything is now.
 pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
-    let branch = &appended.branch;
-    let shown_branch = branch.name.trim_start_matches("refs/heads/");
+    let shown_branch = appended.branch.trim_start_matches("refs/heads/");
     let find = |id| {
         git.find_commit(id)
             .map_err(error::git(format!("cannot read commit {id}")))
     };
     outln!(
         "Re-cut on {shown_branch}, on top of {}:",
-        describe(&find(branch.head)?)
+        describe(&find(appended.old)?)
     );
     for id in &appended.commits {
         outln!("  {}", describe(&find(*id)?));
