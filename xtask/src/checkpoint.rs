@@ -145,15 +145,11 @@ fn print_text(report: &Report<'_>) {
     );
     let previous_end = report.previous_end.map(|end| end.short.as_str());
     let start = say::start_commit(report.id, &report.start.short, previous_end);
-    outln!(
-        "{}",
-        say::checkpoint_commit(say::START, &start, &report.start.id)
+    let (start, end) = (
+        [start.as_str(), &report.start.id],
+        [report.target.short.as_str(), &report.target.id],
     );
-    let end = format!("{}，提交 {}", say::end_of(report.id), report.target.short);
-    outln!(
-        "{}",
-        say::checkpoint_commit(say::END, &end, &report.target.id)
-    );
+    outln!("{}", say::checkpoint_ends(report.id, start, end));
     outln!();
     outln!("{}", say::layer_changes(report.files.len()));
     for file in &report.files {

@@ -49,14 +49,16 @@ pub fn checkpoint_heading(id: ChapterId, title: &str, mode: Mode) -> String {
     format!("第 {id} 章 · {title}（{mode}）")
 }
 
-/// One of the chapter's two commits: what it is (with its short id) and
-/// its full id.
-pub fn checkpoint_commit(role: &str, what: &str, full: &str) -> String {
-    format!("  {role}：{what}\n        {full}")
+/// The chapter's two commits: what each is (`start`, then the end with its
+/// short id `end`) and their full ids.
+pub fn checkpoint_ends(
+    id: ChapterId,
+    [start, start_id]: [&str; 2],
+    [end, end_id]: [&str; 2],
+) -> String {
+    let end = format!("{}，提交 {end}", end_of(id));
+    format!("  起点：{start}\n        {start_id}\n  终点：{end}\n        {end_id}")
 }
-
-pub const START: &str = "起点";
-pub const END: &str = "终点";
 
 pub fn layer_changes(files: usize) -> String {
     format!("本章改动 {files} 个文件：")

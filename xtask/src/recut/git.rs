@@ -15,9 +15,6 @@ use crate::out::noteln;
 use crate::signals;
 use crate::worlds;
 
-/// The oldest git recut runs with.
-const OLDEST: (u32, u32) = (2, 38);
-
 /// What git writes when the machine, not the input, failed it.
 const ENVIRONMENT: [&str; 7] = [
     "unable to write",
@@ -45,14 +42,13 @@ impl Git {
         };
         let version = git.run(&["--version"]);
         let found = version.as_deref().ok().and_then(parse_version);
-        if found.is_some_and(|found| found >= OLDEST) {
+        if found.is_some_and(|found| found >= (2, 38)) {
             return Ok(git);
         }
         let said = version.map_or_else(|error| error.to_string(), |said| format!("`{said}`"));
-        let (major, minor) = OLDEST;
         Err(Error::bad_input(format!(
-            "recut builds on git {major}.{minor} or newer (`merge-tree --write-tree`), and the \
-             git on PATH said {said}: put git {major}.{minor} or newer on PATH; nothing was changed"
+            "recut builds on git 2.38 or newer (`merge-tree --write-tree`), and the git on PATH \
+             said {said}: put git 2.38 or newer on PATH; nothing was changed"
         )))
     }
 
@@ -178,7 +174,7 @@ mod tests {
             Some((2, 39))
         );
         assert_eq!(parse_version("git version 2.45.0.windows.1"), Some((2, 45)));
-        assert!(parse_version("git version 2.9.5").unwrap() < OLDEST);
+        assert!(parse_version("git version 2.9.5").unwrap() < (2, 38));
         assert_eq!(parse_version("hub version 2.14"), None);
     }
 
