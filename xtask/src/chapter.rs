@@ -1,8 +1,7 @@
 //! A chapter's folder under `checkpoints/`: its manifest, its learner's
 //! guide and its hints, and the course's tutor protocol beside the chapter
-//! folders. This module knows their file names, and reads them without
-//! following a symlink anywhere below the repository root: nothing outside
-//! the repository is ever read.
+//! folders, read without following a symlink anywhere below the repository
+//! root.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,7 +22,7 @@ pub const GUIDE_FILE: &str = "LEARNING.md";
 /// every practice folder gets a copy at its root under the same name.
 pub const TUTOR_FILE: &str = "AGENTS.md";
 
-/// A chapter folder under `checkpoints/` and its manifest file.
+/// A chapter folder under `checkpoints/`.
 pub struct ChapterFolder {
     pub id: ChapterId,
     pub dir: PathBuf,
@@ -70,7 +69,7 @@ impl ChapterFolder {
         Ok(Handout { guide, tutor })
     }
 
-    /// Reads and checks the manifest. Errors give the file, line and column.
+    /// Reads and checks the manifest.
     pub fn load(&self) -> Result<Manifest> {
         let (shown, text) = self.read(MANIFEST_FILE, say::manifest_missing)?;
         // A byte-order mark is invisible in an editor: read past it.
@@ -142,7 +141,7 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
     Ok(chapters)
 }
 
-/// The folder of chapter `id`, or a bad-input error listing the chapters that exist.
+/// The folder of chapter `id`, or an error listing the chapters that exist.
 pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
     let all = all(checkpoints_dir)?;
     let known: Vec<String> = all.iter().map(|chapter| chapter.id.to_string()).collect();

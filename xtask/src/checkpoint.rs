@@ -110,7 +110,7 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
             [delta.old_file(), delta.new_file()]
                 .iter()
                 .filter_map(|file| file.path_bytes())
-                .any(crate::worlds::is_learner)
+                .any(|path| !crate::worlds::is_tooling(path))
         })
         .map(|delta| {
             let file = match delta.status() {

@@ -1,20 +1,9 @@
 //! `hint NN [--step S] [--level 1-4]`: the hint ladder of a chapter step —
-//! 1 locate the file, 2 the signature, 3 pseudocode, 4 a partial fragment.
-//!
-//! Hints are authored in `checkpoints/NN/hints.md`:
-//!
-//! ```text
-//! ## 3.1
-//! ### 1
-//! Which file to open …
-//! ### 2
-//! …
-//! ```
-//!
-//! Every step has all four levels. Being authoring material under
-//! `checkpoints/`, hints never reach a practice folder.
+//! 1 locate the file, 2 the signature, 3 pseudocode, 4 a partial fragment —
+//! from `checkpoints/NN/hints.md` (its format is AUTHORING.md's; being
+//! under `checkpoints/`, hints never reach a practice folder).
 
-use crate::chapter::{self, ChapterFolder};
+use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
@@ -34,7 +23,10 @@ impl cli::Hint {
     /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let (id, step, level) = (self.id, self.step.as_deref(), self.level);
-        let hints = load(&chapter::find(&repo.checkpoints_dir(), id)?)?;
+        let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
+        let (shown, text) = chapter.read("hints.md", say::hints_missing)?;
+        let hints =
+            parse(&text).map_err(|line| Error::bad_input(say::hints_malformed(&shown, line)))?;
         let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
         let chosen = match step {
             None => hints.first(),
@@ -65,12 +57,6 @@ impl cli::Hint {
         }
         Ok(())
     }
-}
-
-/// Reads and checks a chapter's hints file (never through a symlink).
-fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
-    let (shown, text) = chapter.read("hints.md", say::hints_missing)?;
-    parse(&text).map_err(|line| Error::bad_input(say::hints_malformed(&shown, line)))
 }
 
 /// Parses the hints format; an error is the 1-based number of the line at
@@ -152,7 +138,8 @@ mod tests {
         let checkpoints = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../checkpoints");
         for chapter in crate::chapter::all(&checkpoints).unwrap() {
             let manifest = chapter.load().unwrap();
-            let hints = load(&chapter).unwrap();
+            let (_, text) = chapter.read("hints.md", say::hints_missing).unwrap();
+            let hints = parse(&text).unwrap();
             for step in &manifest.steps {
                 let found = hints.iter().find(|hints| hints.step == step.id);
                 assert!(

@@ -28,7 +28,7 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// The commit a practice folder starts from: the start when rebuilding,
-    /// the target when observing. Only its learner world is read.
+    /// the target when observing.
     pub fn base(&self, mode: Mode) -> &CommitInfo {
         match mode {
             Mode::Rebuild => &self.start,
@@ -71,9 +71,8 @@ pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     })
 }
 
-/// Locates chapter `id`, or `None` when no commit reachable from HEAD is its
-/// checkpoint yet (a chapter that was never cut). A shallow clone may hide
-/// the checkpoint, so there the answer is [`locate`]'s.
+/// Locates chapter `id`, or `None` when it was never cut. A shallow clone
+/// may hide the checkpoint, so there the answer is [`locate`]'s.
 pub fn locate_if_cut(repo: &Repository, id: ChapterId) -> Result<Option<Checkpoint>> {
     if repo.is_shallow() {
         locate(repo, id).map(Some)
@@ -143,7 +142,7 @@ fn same_learner_world(a: &Commit<'_>, b: &Commit<'_>) -> Result<bool> {
         )))?;
         Ok(tree
             .iter()
-            .filter(|entry| crate::worlds::is_learner(entry.name_bytes()))
+            .filter(|entry| !crate::worlds::is_tooling(entry.name_bytes()))
             .map(|entry| (entry.name_bytes().to_vec(), entry.id(), entry.filemode()))
             .collect())
     };

@@ -6,7 +6,7 @@
 use git2::{Commit, ObjectType, Oid, Repository, Tree, TreeEntry};
 
 use super::git::Git;
-use super::report::{conflict_message, describe, restore_command};
+use super::report::{describe, restore_command};
 use crate::chapter::ChapterFolder;
 use crate::error::{self, Error, Result};
 use crate::locate::{self, Checkpoint};
@@ -223,11 +223,20 @@ impl Planner<'_, '_> {
         match (done.status.code(), tree) {
             (Some(0), Some(tree)) => Ok(tree),
             (Some(1), Some(_)) => {
-                let mut files: Vec<String> = lines.map(str::to_string).collect();
+                let mut files: Vec<&str> = lines.collect();
                 files.dedup();
                 let target = self.repo.tree_of(checkpoint.target.oid)?;
-                Err(Error::check_failed(conflict_message(
-                    recut, later, checkpoint, &files, &target,
+                Err(Error::check_failed(format!(
+                    "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
+                     conflicts in {files}.\n\
+                     Nothing was changed: no branch moved, the index and the work tree are as they were.\n\
+                     To re-cut both chapters:\n  \
+                     1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
+                     2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
+                        {restore}\n  \
+                     3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
+                    files = files.join(", "),
+                    restore = restore_command(&checkpoint.target.short, &target),
                 )))
             }
             _ => Err(super::git::failure(&args, &done)),
@@ -259,7 +268,7 @@ fn tree_of_entries<'t>(
 pub fn learner_of(repo: &Repository, tree: &Tree<'_>) -> Result<Oid> {
     let learner = tree
         .iter()
-        .filter(|entry| worlds::is_learner(entry.name_bytes()));
+        .filter(|entry| !worlds::is_tooling(entry.name_bytes()));
     tree_of_entries(repo, learner)
 }
 

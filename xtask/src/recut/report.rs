@@ -7,8 +7,6 @@ use git2::{Commit, Repository, Tree};
 
 use super::Appended;
 use crate::error::{self, Error, Result};
-use crate::locate::Checkpoint;
-use crate::manifest::ChapterId;
 use crate::out::{noteln, outln};
 use crate::repo::CourseRepo;
 use crate::runner::DEFAULT_TIMEOUT;
@@ -96,35 +94,13 @@ pub fn verify(repo: &CourseRepo) -> Result<()> {
     })
 }
 
-/// Why chapter `later` does not replay, and how to re-cut both chapters.
-pub fn conflict_message(
-    recut: ChapterId,
-    later: ChapterId,
-    checkpoint: &Checkpoint,
-    files: &[String],
-    target: &Tree<'_>,
-) -> String {
-    format!(
-        "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
-         conflicts in {files}.\n\
-         Nothing was changed: no branch moved, the index and the work tree are as they were.\n\
-         To re-cut both chapters:\n  \
-         1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
-         2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
-            {restore}\n  \
-         3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
-        files = files.join(", "),
-        restore = restore_command(&checkpoint.target.short, target),
-    )
-}
-
 /// The git command that brings the work tree's learner world to `tree`
 /// (of commit `short`): its top-level learner entries, restored without
 /// overlay, so files it lacks are removed.
 pub fn restore_command(short: &str, tree: &Tree<'_>) -> String {
     let paths: Vec<String> = tree
         .iter()
-        .filter(|entry| worlds::is_learner(entry.name_bytes()))
+        .filter(|entry| !worlds::is_tooling(entry.name_bytes()))
         .map(|entry| String::from_utf8_lossy(entry.name_bytes()).into_owned())
         .collect();
     format!("git restore --source={short} -- {}", paths.join(" "))
