@@ -2,7 +2,7 @@
 //! The answer is one `git diff` away, so the diff command comes last, after
 //! a line asking the learner to predict it first.
 
-use git2::{Delta, DiffOptions};
+use git2::Delta;
 use serde::Serialize;
 
 use crate::chapter;
@@ -29,7 +29,7 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     previous_end: Option<&'a locate::CommitInfo>,
     target: &'a locate::CommitInfo,
-    /// Files the layer changes, with git's one-letter status (A, M, D, R, …).
+    /// Files the layer changes, with git's one-letter status (A, M, D, T).
     files: Vec<ChangedFile>,
     focused_test: &'a str,
     /// Further files the lab takes from the target (`labFiles`).
@@ -102,7 +102,7 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
     let new = repo.tree_of(checkpoint.target.oid)?;
     let diff = repo
         .git
-        .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut DiffOptions::new()))
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
         .map_err(error::git("cannot diff parent and target"))?;
     Ok(diff
         .deltas()
@@ -117,16 +117,12 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
                 Delta::Deleted => delta.old_file(),
                 _ => delta.new_file(),
             };
-            let path = file
-                .path_bytes()
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default();
+            let path = String::from_utf8_lossy(file.path_bytes().unwrap_or_default());
+            // No rename detection: a renamed file is one deleted, one added.
             let status = match delta.status() {
                 Delta::Added => 'A',
                 Delta::Deleted => 'D',
                 Delta::Modified => 'M',
-                Delta::Renamed => 'R',
-                Delta::Copied => 'C',
                 Delta::Typechange => 'T',
                 _ => '?',
             };
@@ -143,13 +139,9 @@ fn print_text(report: &Report<'_>) {
         "{}",
         say::checkpoint_heading(report.id, report.title, report.mode)
     );
-    let previous_end = report.previous_end.map(|end| end.short.as_str());
-    let start = say::start_commit(report.id, &report.start.short, previous_end);
-    let (start, end) = (
-        [start.as_str(), &report.start.id],
-        [report.target.short.as_str(), &report.target.id],
-    );
-    outln!("{}", say::checkpoint_ends(report.id, start, end));
+    let (start, previous_end) = (report.start, report.previous_end);
+    let ends = say::checkpoint_ends(report.id, start, previous_end, report.target);
+    outln!("{ends}");
     outln!();
     outln!("{}", say::layer_changes(report.files.len()));
     for file in &report.files {

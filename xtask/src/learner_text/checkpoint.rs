@@ -2,6 +2,7 @@
 //! what it is (the end of the chapter before it), which `practice` and the
 //! guide's header say too.
 
+use crate::locate::CommitInfo;
 use crate::manifest::{ChapterId, Mode};
 
 /// Where chapter `id` starts, named by what it is: the end of the chapter
@@ -49,15 +50,20 @@ pub fn checkpoint_heading(id: ChapterId, title: &str, mode: Mode) -> String {
     format!("第 {id} 章 · {title}（{mode}）")
 }
 
-/// The chapter's two commits: what each is (`start`, then the end with its
-/// short id `end`) and their full ids.
+/// The chapter's two commits, named by what they are, with their full ids.
 pub fn checkpoint_ends(
     id: ChapterId,
-    [start, start_id]: [&str; 2],
-    [end, end_id]: [&str; 2],
+    start: &CommitInfo,
+    previous_end: Option<&CommitInfo>,
+    target: &CommitInfo,
 ) -> String {
-    let end = format!("{}，提交 {end}", end_of(id));
-    format!("  起点：{start}\n        {start_id}\n  终点：{end}\n        {end_id}")
+    let previous_end = previous_end.map(|end| end.short.as_str());
+    let start_name = start_commit(id, &start.short, previous_end);
+    let (end, short) = (end_of(id), &target.short);
+    format!(
+        "  起点：{start_name}\n        {}\n  终点：{end}，提交 {short}\n        {}",
+        start.id, target.id
+    )
 }
 
 pub fn layer_changes(files: usize) -> String {
