@@ -17,37 +17,37 @@ use crate::repo::CourseRepo;
 /// The `--json` shape of `checkpoint NN`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Report<'a> {
-    id: ChapterId,
-    title: &'a str,
-    mode: Mode,
+pub struct Report<'a> {
+    pub id: ChapterId,
+    pub title: &'a str,
+    pub mode: Mode,
     /// The chapter's start (`locate::Checkpoint::start`), under the name
     /// `parent` the JSON has always used.
     #[serde(rename = "parent")]
-    start: &'a locate::CommitInfo,
+    pub start: &'a locate::CommitInfo,
     /// The previous chapter's end, when its learner code is not the start's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    previous_end: Option<&'a locate::CommitInfo>,
-    target: &'a locate::CommitInfo,
+    pub previous_end: Option<&'a locate::CommitInfo>,
+    pub target: &'a locate::CommitInfo,
     /// Files the layer changes, with git's one-letter status (A, M, D, T).
-    files: Vec<ChangedFile>,
-    focused_test: &'a str,
+    pub files: Vec<ChangedFile>,
+    pub focused_test: &'a str,
     /// Further files the lab takes from the target (`labFiles`).
-    lab_files: Vec<&'a str>,
-    commands: Commands,
+    pub lab_files: Vec<&'a str>,
+    pub commands: Commands,
 }
 
 #[derive(Serialize)]
-struct ChangedFile {
-    status: char,
-    path: String,
+pub struct ChangedFile {
+    pub status: char,
+    pub path: String,
 }
 
 #[derive(Serialize)]
-struct Commands {
-    practice: String,
-    run: String,
-    diff: String,
+pub struct Commands {
+    pub practice: String,
+    pub run: String,
+    pub diff: String,
 }
 
 impl cli::Checkpoint {
@@ -90,7 +90,7 @@ impl cli::Checkpoint {
         if json {
             crate::out::json(&report);
         } else {
-            print_text(&report);
+            outln!("{}", say::checkpoint_report(&report));
         }
         Ok(())
     }
@@ -130,33 +130,4 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
             ChangedFile { status, path }
         })
         .collect())
-}
-
-/// The learner's view: where the chapter starts and ends, named by what
-/// they are, and the diff only after asking for a prediction.
-fn print_text(report: &Report<'_>) {
-    outln!(
-        "{}",
-        say::checkpoint_heading(report.id, report.title, report.mode)
-    );
-    let (start, previous_end) = (report.start, report.previous_end);
-    let ends = say::checkpoint_ends(report.id, start, previous_end, report.target);
-    outln!("{ends}");
-    outln!();
-    outln!("{}", say::layer_changes(report.files.len()));
-    for file in &report.files {
-        outln!("  {} {}", file.status, file.path);
-    }
-    outln!();
-    outln!(
-        "{}",
-        say::checkpoint_commands(
-            report.focused_test,
-            &report.lab_files,
-            &report.commands.practice,
-            &report.commands.run
-        )
-    );
-    outln!();
-    outln!("{}", say::predict_then_diff(&report.commands.diff));
 }
