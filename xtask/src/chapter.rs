@@ -104,10 +104,7 @@ impl ChapterFolder {
 
 /// Every chapter folder under `checkpoints_dir`, in order.
 pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
-    let root = checkpoints_dir
-        .parent()
-        .unwrap_or(checkpoints_dir)
-        .to_path_buf();
+    let root = checkpoints_dir.parent().unwrap_or(checkpoints_dir);
     let entries = match fs::read_dir(checkpoints_dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -126,7 +123,7 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
             Some(ChapterFolder {
                 id,
                 dir: entry.path(),
-                root: root.clone(),
+                root: root.to_path_buf(),
             })
         })
         .collect();
@@ -145,15 +142,11 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
 pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
     let all = all(checkpoints_dir)?;
     let known: Vec<String> = all.iter().map(|chapter| chapter.id.to_string()).collect();
+    let dir = checkpoints_dir.display().to_string();
+    let unknown = || Error::bad_input(say::unknown_chapter(id, &known, &dir));
     all.into_iter()
         .find(|chapter| chapter.id == id)
-        .ok_or_else(|| {
-            Error::bad_input(say::unknown_chapter(
-                id,
-                &known,
-                &checkpoints_dir.display().to_string(),
-            ))
-        })
+        .ok_or_else(unknown)
 }
 
 /// Reads the text file `relative` below `root`, never through a symlink;
@@ -190,12 +183,8 @@ pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpo
         .map(|path| format!("`{path}`"))
         .collect();
     if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::bad_input(say::target_lacks_files(
-            manifest.id,
-            &missing,
-            &checkpoint.target.short,
-        )))
+        return Ok(());
     }
+    let lacks = say::target_lacks_files(manifest.id, &missing, &checkpoint.target.short);
+    Err(Error::bad_input(lacks))
 }

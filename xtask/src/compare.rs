@@ -97,9 +97,8 @@ impl cli::Compare {
         let (passed, expected) = position.passed();
         let verdict = say::compare_verdict(passed, expected, &position.red_steps());
         let id = manifest.id.to_string();
-        let anyway = format!("cargo xtask compare {id} {dir} --anyway");
         Err(Error::check_failed(say::compare_refused(
-            &id, &dir, &verdict, &anyway,
+            &id, &dir, &verdict,
         )))
     }
 }

@@ -89,7 +89,6 @@ impl CourseRepo {
         self.root.join(CHECKPOINTS_DIR)
     }
 
-    /// The tree of `commit`.
     pub fn tree_of(&self, commit: Oid) -> Result<Tree<'_>> {
         self.git
             .find_commit(commit)

@@ -94,7 +94,19 @@ impl Planner<'_, '_> {
             unchanged &= ancestor == ours;
             let replayed = self.replay(id, later, &checkpoint, ancestor, ours)?;
             if replayed == ours {
-                return Err(self.emptied(id, later, own.as_ref()));
+                // The work tree already held the layer (most likely a later
+                // chapter's end state).
+                let own = own.as_ref().map(|own| &own.target);
+                let tree = own.and_then(|own| Some((own, self.repo.tree_of(own.oid).ok()?)));
+                let how = tree.map(|(own, tree)| restore_command(&own.short, &tree));
+                let how = how.map(|how| format!(" (e.g. `{how}`)"));
+                return Err(Error::bad_input(format!(
+                    "re-cutting chapter {id} would leave chapter {later}'s layer empty: the work \
+                     tree already holds all of chapter {later}'s changes. Bring the work tree's \
+                     learner world to chapter {id}'s end state first{} and edit that, or re-cut \
+                     chapter {later} instead; nothing was changed",
+                    how.unwrap_or_default()
+                )));
             }
             let old = self.repo.git.find_commit(checkpoint.target.oid);
             let old = old.map_err(error::git("cannot read a chapter's commit"))?;
@@ -127,22 +139,6 @@ impl Planner<'_, '_> {
             )));
         }
         Ok(cuts)
-    }
-
-    /// Why a later chapter's replayed layer came out empty: the work tree
-    /// already held it (most likely a later chapter's end state).
-    fn emptied(&self, recut: ChapterId, later: ChapterId, own: Option<&Checkpoint>) -> Error {
-        let target = own.and_then(|own| Some((own, self.repo.tree_of(own.target.oid).ok()?)));
-        let how = target.map(|(own, tree)| restore_command(&own.target.short, &tree));
-        let how = how
-            .map(|how| format!(" (e.g. `{how}`)"))
-            .unwrap_or_default();
-        Error::bad_input(format!(
-            "re-cutting chapter {recut} would leave chapter {later}'s layer empty: the work tree \
-             already holds all of chapter {later}'s changes. Bring the work tree's learner world \
-             to chapter {recut}'s end state first{how} and edit that, or re-cut chapter {later} \
-             instead; nothing was changed"
-        ))
     }
 
     /// Chapter `id`'s starting point and where it comes from: the end state
