@@ -1,8 +1,7 @@
 //! A chapter's folder under `checkpoints/`: its manifest, its learner's
 //! guide and its hints, and the course's tutor protocol beside the chapter
-//! folders. This module knows their file names, and reads them without
-//! following a symlink anywhere below the repository root: nothing outside
-//! the repository is ever read.
+//! folders, read without following a symlink anywhere below the repository
+//! root.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::locate::Checkpoint;
 use crate::manifest::{self, ChapterId, Manifest};
-use crate::repo::CourseRepo;
+use crate::repo::{CHECKPOINTS_DIR, CourseRepo};
 use crate::safe_fs;
 use crate::tree;
 
@@ -19,13 +18,11 @@ use crate::tree;
 pub const MANIFEST_FILE: &str = "checkpoint.json";
 /// The learner's guide; a practice folder holds it at its root, under the same name.
 pub const GUIDE_FILE: &str = "LEARNING.md";
-/// The hint ladder (authoring material: it never reaches a practice folder).
-pub const HINTS_FILE: &str = "hints.md";
 /// The course's tutor protocol for AI coding assistants, in `checkpoints/`;
 /// every practice folder gets a copy at its root under the same name.
 pub const TUTOR_FILE: &str = "AGENTS.md";
 
-/// A chapter folder under `checkpoints/` and its manifest file.
+/// A chapter folder under `checkpoints/`.
 pub struct ChapterFolder {
     pub id: ChapterId,
     pub dir: PathBuf,
@@ -42,70 +39,39 @@ pub struct Handout {
 }
 
 impl ChapterFolder {
-    /// The manifest path, for messages.
-    pub fn manifest_path(&self) -> PathBuf {
-        self.dir.join(MANIFEST_FILE)
+    /// Reads a text file of the repository (`relative` to its root), never
+    /// through a symlink; `None` when it does not exist.
+    fn read_text(&self, relative: &Path) -> Result<Option<String>> {
+        read_text_inside(
+            &self.root,
+            relative,
+            [say::chapter_file_symlink, say::chapter_file_unreadable],
+            say::chapter_file_not_utf8,
+        )
     }
 
-    /// The learner's guide of this chapter.
-    pub fn guide_path(&self) -> PathBuf {
-        self.dir.join(GUIDE_FILE)
-    }
-
-    /// `path` relative to the repository root, for messages.
-    pub fn shown(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
-    }
-
-    /// Reads a text file below the repository root, never through a symlink;
-    /// `None` when it does not exist.
-    pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        let shown = relative.display().to_string();
-        let bytes = safe_fs::read_inside(&self.root, relative).map_err(|refusal| {
-            if refusal.is_symlink() {
-                Error::bad_input(say::chapter_file_symlink(
-                    &shown,
-                    &refusal.at.display().to_string(),
-                ))
-            } else {
-                Error::bad_input(say::chapter_file_unreadable(
-                    &shown,
-                    &say::refusal(&refusal),
-                ))
-            }
-        })?;
-        bytes
-            .map(|bytes| {
-                String::from_utf8(bytes)
-                    .map_err(|_| Error::bad_input(say::chapter_file_not_utf8(&shown)))
-            })
-            .transpose()
+    /// Reads the file `name` of this folder: its path as messages show it,
+    /// and its text; `missing` says that it does not exist.
+    pub fn read(&self, name: &str, missing: fn(&str) -> String) -> Result<(String, String)> {
+        let path = self.dir.strip_prefix(&self.root).unwrap_or(&self.dir);
+        let path = path.join(name);
+        let shown = path.display().to_string();
+        match self.read_text(&path)? {
+            Some(text) => Ok((shown, text)),
+            None => Err(Error::bad_input(missing(&shown))),
+        }
     }
 
     /// Reads the guide and the tutor protocol a practice folder hands out.
     pub fn handout(&self) -> Result<Handout> {
-        let path = self.guide_path();
-        let guide = self
-            .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::guide_missing(&self.shown(&path))))?;
-        let tutor = match self.dir.parent() {
-            Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
-            None => None,
-        };
+        let (_, guide) = self.read(GUIDE_FILE, say::guide_missing)?;
+        let tutor = self.read_text(&Path::new(CHECKPOINTS_DIR).join(TUTOR_FILE))?;
         Ok(Handout { guide, tutor })
     }
 
-    /// Reads and checks the manifest. Errors give the file, line and column.
+    /// Reads and checks the manifest.
     pub fn load(&self) -> Result<Manifest> {
-        let path = self.manifest_path();
-        let shown = self.shown(&path);
-        let text = self
-            .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::manifest_missing(&shown)))?;
+        let (shown, text) = self.read(MANIFEST_FILE, say::manifest_missing)?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
@@ -138,10 +104,7 @@ impl ChapterFolder {
 
 /// Every chapter folder under `checkpoints_dir`, in order.
 pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
-    let root = checkpoints_dir
-        .parent()
-        .unwrap_or(checkpoints_dir)
-        .to_path_buf();
+    let root = checkpoints_dir.parent().unwrap_or(checkpoints_dir);
     let entries = match fs::read_dir(checkpoints_dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -160,7 +123,7 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
             Some(ChapterFolder {
                 id,
                 dir: entry.path(),
-                root: root.clone(),
+                root: root.to_path_buf(),
             })
         })
         .collect();
@@ -175,26 +138,36 @@ pub fn all(checkpoints_dir: &Path) -> Result<Vec<ChapterFolder>> {
     Ok(chapters)
 }
 
-/// The folder of chapter `id`, or a bad-input error listing the chapters that exist.
+/// The folder of chapter `id`, or an error listing the chapters that exist.
 pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
     let all = all(checkpoints_dir)?;
     let known: Vec<String> = all.iter().map(|chapter| chapter.id.to_string()).collect();
+    let dir = checkpoints_dir.display().to_string();
+    let unknown = || Error::bad_input(say::unknown_chapter(id, &known, &dir));
     all.into_iter()
         .find(|chapter| chapter.id == id)
-        .ok_or_else(|| {
-            Error::bad_input(say::unknown_chapter(
-                id,
-                &known,
-                &checkpoints_dir.display().to_string(),
-            ))
-        })
+        .ok_or_else(unknown)
 }
 
-impl ChapterFolder {
-    /// The hint ladder of this chapter.
-    pub fn hints_path(&self) -> PathBuf {
-        self.dir.join(HINTS_FILE)
-    }
+/// Reads the text file `relative` below `root`, never through a symlink;
+/// `None` when it does not exist. The sentences say a symlink on the way
+/// (path, link), another refusal (path, why) and text that is not UTF-8.
+pub fn read_text_inside(
+    root: &Path,
+    relative: &Path,
+    [symlink, unreadable]: [fn(&str, &str) -> String; 2],
+    not_utf8: fn(&str) -> String,
+) -> Result<Option<String>> {
+    let shown = relative.display().to_string();
+    let bytes = safe_fs::read_inside(root, relative).map_err(|refusal| {
+        Error::bad_input(if refusal.is_symlink() {
+            symlink(&shown, &refusal.at.display().to_string())
+        } else {
+            unreadable(&shown, &say::refusal(&refusal))
+        })
+    })?;
+    let text = bytes.map(|bytes| String::from_utf8(bytes).map_err(|_| not_utf8(&shown)));
+    text.transpose().map_err(Error::bad_input)
 }
 
 /// Checks the manifest against the target commit: the focused test, every
@@ -210,12 +183,8 @@ pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpo
         .map(|path| format!("`{path}`"))
         .collect();
     if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::bad_input(say::target_lacks_files(
-            manifest.id,
-            &missing,
-            &checkpoint.target.short,
-        )))
+        return Ok(());
     }
+    let lacks = say::target_lacks_files(manifest.id, &missing, &checkpoint.target.short);
+    Err(Error::bad_input(lacks))
 }

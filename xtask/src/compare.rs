@@ -11,7 +11,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use git2::{DiffOptions, Patch};
+use git2::{DiffDelta, DiffHunk, DiffLine, Patch};
 
 use crate::chapter;
 use crate::cli;
@@ -21,16 +21,7 @@ use crate::locate;
 use crate::manifest::{Manifest, RepoPath};
 use crate::out::{self, noteln, outln, shell_word};
 use crate::repo::CourseRepo;
-use crate::safe_fs;
 use crate::tree;
-
-/// One teaching file, the learner's and the answer's.
-struct Pair {
-    path: RepoPath,
-    /// `None` when the lab has no such file.
-    mine: Option<String>,
-    answer: String,
-}
 
 impl cli::Compare {
     /// Runs the command: exit 1 (and nothing shown) while the chapter is not
@@ -44,24 +35,54 @@ impl cli::Compare {
             self.require_complete(repo, &manifest, &lab)?;
         }
         let answers = repo.tree_of(checkpoint.target.oid)?;
-        let pairs = manifest
-            .teaching_files
-            .iter()
-            .map(|path| {
-                let answer = tree::file_at(&repo.git, &answers, path.as_str())?.unwrap_or_default();
-                Ok(Pair {
-                    path: path.clone(),
-                    mine: read_mine(&lab, path)?,
-                    answer: String::from_utf8_lossy(&answer).into_owned(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        print(
-            self.anyway,
-            &manifest,
-            &shell_word(&self.dir.display().to_string()),
-            &pairs,
-        )
+        // Every file is read before anything is shown.
+        let mut files = Vec::new();
+        for path in manifest.teaching_files.iter().map(RepoPath::as_str) {
+            let answer = tree::file_at(&repo.git, &answers, path)?.unwrap_or_default();
+            let mine = chapter::read_text_inside(
+                &lab,
+                Path::new(path),
+                [say::compare_symlink, say::compare_not_readable],
+                say::compare_not_utf8,
+            )?;
+            files.push((path, mine, String::from_utf8_lossy(&answer).into_owned()));
+        }
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let (id, dir) = (manifest.id.to_string(), self.dir.display().to_string());
+        outln!(
+            "{}",
+            say::compare_heading(&id, &manifest.title, &shell_word(&dir))
+        );
+        outln!("{}", say::COMPARE_LEGEND);
+        let mut distances = Vec::new();
+        for (path, mine, answer) in &files {
+            let old = mine.as_deref().unwrap_or_default().as_bytes();
+            let (name, failed) = (Some(Path::new(path)), format!("cannot diff {path}"));
+            let mut patch = Patch::from_buffers(old, name, answer.as_bytes(), name, None)
+                .map_err(error::git(&failed))?;
+            let (_, added, removed) = patch.line_stats().map_err(error::git(&failed))?;
+            let (mine, answer) = (
+                mine.as_ref().map(|mine| mine.lines().count()),
+                answer.lines().count(),
+            );
+            distances.push(say::compare_distance(path, mine, answer, removed, added));
+            if added + removed > 0 {
+                outln!("\n{}", say::compare_file(path));
+                print_hunks(&mut patch, colour)?;
+            }
+        }
+        outln!("\n{}", say::COMPARE_SUMMARY);
+        for line in distances {
+            outln!("{line}");
+        }
+        let closing = if self.anyway {
+            say::COMPARE_CLOSING_ANYWAY
+        } else {
+            say::COMPARE_CLOSING
+        };
+        outln!("\n{closing}");
+        out::flush();
+        Ok(())
     }
 
     /// Refuses unless `check NN DIR` calls the chapter complete: what is
@@ -76,128 +97,32 @@ impl cli::Compare {
         let (passed, expected) = position.passed();
         let verdict = say::compare_verdict(passed, expected, &position.red_steps());
         let id = manifest.id.to_string();
-        let anyway = format!("cargo xtask compare {id} {dir} --anyway");
         Err(Error::check_failed(say::compare_refused(
-            &id, &dir, &verdict, &anyway,
+            &id, &dir, &verdict,
         )))
     }
 }
 
-/// The learner's copy of a teaching file, never read through a symlink.
-fn read_mine(lab: &Path, path: &RepoPath) -> Result<Option<String>> {
-    let bytes = safe_fs::read_inside(lab, Path::new(path.as_str())).map_err(|refusal| {
-        if refusal.is_symlink() {
-            Error::bad_input(say::compare_symlink(
-                path.as_str(),
-                &refusal.at.display().to_string(),
-            ))
-        } else {
-            Error::bad_input(say::compare_not_readable(
-                path.as_str(),
-                &say::refusal(&refusal),
-            ))
-        }
-    })?;
-    bytes
-        .map(|bytes| {
-            String::from_utf8(bytes)
-                .map_err(|_| Error::bad_input(say::compare_not_utf8(path.as_str())))
-        })
-        .transpose()
-}
-
-/// How one diff line is shown: its colour on a terminal.
-#[derive(Clone, Copy)]
-enum Paint {
-    Plain,
-    Removed,
-    Added,
-    Hunk,
-}
-
-fn paint(text: &str, paint: Paint, colour: bool) -> String {
-    let code = match paint {
-        Paint::Plain => return text.to_string(),
-        Paint::Removed => "31",
-        Paint::Added => "32",
-        Paint::Hunk => "36",
-    };
-    if colour {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
-}
-
-fn print(anyway: bool, manifest: &Manifest, lab: &str, pairs: &[Pair]) -> Result<()> {
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let id = manifest.id.to_string();
-    outln!("{}", say::compare_heading(&id, &manifest.title, lab));
-    outln!("{}", say::COMPARE_LEGEND);
-    let mut distances = Vec::new();
-    for pair in pairs {
-        let mine = pair.mine.as_deref().unwrap_or_default();
-        let patch = Patch::from_buffers(
-            mine.as_bytes(),
-            Some(Path::new(pair.path.as_str())),
-            pair.answer.as_bytes(),
-            Some(Path::new(pair.path.as_str())),
-            Some(&mut DiffOptions::new()),
-        )
-        .map_err(error::git(format!("cannot diff {}", pair.path)))?;
-        let (_, added, removed) = patch
-            .line_stats()
-            .map_err(error::git(format!("cannot diff {}", pair.path)))?;
-        distances.push(say::compare_distance(
-            pair.path.as_str(),
-            pair.mine.as_ref().map(|mine| mine.lines().count()),
-            pair.answer.lines().count(),
-            removed,
-            added,
-        ));
-        if added + removed == 0 {
-            continue;
-        }
-        outln!("\n{}", say::compare_file(pair.path.as_str()));
-        print_hunks(&patch, colour)?;
-    }
-    outln!("\n{}", say::COMPARE_SUMMARY);
-    for line in distances {
-        outln!("{line}");
-    }
-    let closing = if anyway {
-        say::COMPARE_CLOSING_ANYWAY
-    } else {
-        say::COMPARE_CLOSING
-    };
-    outln!("\n{closing}");
-    out::flush();
-    Ok(())
-}
-
 /// The patch's hunks: a header, then each line with its `-`, `+` or space.
-fn print_hunks(patch: &Patch<'_>, colour: bool) -> Result<()> {
-    for hunk in 0..patch.num_hunks() {
-        let (header, lines) = patch
-            .hunk(hunk)
-            .map_err(error::git("cannot read a diff hunk"))?;
-        let header = String::from_utf8_lossy(header.header());
-        outln!("{}", paint(header.trim_end(), Paint::Hunk, colour));
-        for index in 0..lines {
-            let line = patch
-                .line_in_hunk(hunk, index)
-                .map_err(error::git("cannot read a diff line"))?;
-            let content = String::from_utf8_lossy(line.content());
-            let content = content.trim_end_matches('\n');
-            let (mark, how) = match line.origin() {
-                '-' => ('-', Paint::Removed),
-                '+' => ('+', Paint::Added),
-                ' ' => (' ', Paint::Plain),
-                // "\ No newline at end of file" and the like: not a line of either file.
-                _ => continue,
-            };
-            outln!("{}", paint(&format!("{mark}{content}"), how, colour));
+fn print_hunks(patch: &mut Patch<'_>, colour: bool) -> Result<()> {
+    let print = &mut |_: DiffDelta<'_>, _: Option<DiffHunk<'_>>, line: DiffLine<'_>| {
+        let (mark, colour) = match line.origin() {
+            'H' => ("", colour.then_some("36")),
+            '-' => ("-", colour.then_some("31")),
+            '+' => ("+", colour.then_some("32")),
+            ' ' => (" ", None),
+            // The file header, "\ No newline at end of file" and the like.
+            _ => return true,
+        };
+        let content = String::from_utf8_lossy(line.content());
+        let text = format!("{mark}{}", content.trim_end_matches('\n'));
+        match colour {
+            Some(code) => outln!("\x1b[{code}m{text}\x1b[0m"),
+            None => outln!("{text}"),
         }
-    }
-    Ok(())
+        true
+    };
+    patch
+        .print(print)
+        .map_err(error::git("cannot print a diff"))
 }

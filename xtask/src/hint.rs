@@ -1,20 +1,9 @@
 //! `hint NN [--step S] [--level 1-4]`: the hint ladder of a chapter step —
-//! 1 locate the file, 2 the signature, 3 pseudocode, 4 a partial fragment.
-//!
-//! Hints are authored in `checkpoints/NN/hints.md`:
-//!
-//! ```text
-//! ## 3.1
-//! ### 1
-//! Which file to open …
-//! ### 2
-//! …
-//! ```
-//!
-//! Every step has all four levels. Being authoring material under
-//! `checkpoints/`, hints never reach a practice folder.
+//! 1 locate the file, 2 the signature, 3 pseudocode, 4 a partial fragment —
+//! from `checkpoints/NN/hints.md` (its format is AUTHORING.md's; being
+//! under `checkpoints/`, hints never reach a practice folder).
 
-use crate::chapter::{self, ChapterFolder};
+use crate::chapter;
 use crate::cli;
 use crate::error::{Error, Result};
 use crate::learner_text as say;
@@ -23,18 +12,21 @@ use crate::out::outln;
 use crate::repo::CourseRepo;
 
 /// The hints of one step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepHints {
-    pub step: String,
+#[derive(Debug, PartialEq)]
+struct StepHints {
+    step: String,
     /// Levels 1 to 4, in order.
-    pub levels: Vec<String>,
+    levels: Vec<String>,
 }
 
 impl cli::Hint {
     /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let (id, step, level) = (self.id, self.step.as_deref(), self.level);
-        let hints = load(&chapter::find(&repo.checkpoints_dir(), id)?)?;
+        let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
+        let (shown, text) = chapter.read("hints.md", say::hints_missing)?;
+        let hints =
+            parse(&text).map_err(|line| Error::bad_input(say::hints_malformed(&shown, line)))?;
         let known: Vec<&str> = hints.iter().map(|hints| hints.step.as_str()).collect();
         let chosen = match step {
             None => hints.first(),
@@ -67,76 +59,51 @@ impl cli::Hint {
     }
 }
 
-/// Reads and checks a chapter's hints file (never through a symlink).
-pub fn load(chapter: &ChapterFolder) -> Result<Vec<StepHints>> {
-    let path = chapter.hints_path();
-    let shown = chapter.shown(&path);
-    let text = chapter
-        .read_text(&path)?
-        .ok_or_else(|| Error::bad_input(say::hints_missing(&shown)))?;
-    parse(&text).map_err(|(line, _)| Error::bad_input(say::hints_malformed(&shown, line)))
-}
-
-/// Parses the hints format; errors carry a 1-based line number.
-pub fn parse(text: &str) -> Result<Vec<StepHints>, (usize, String)> {
-    let mut steps: Vec<StepHints> = Vec::new();
-    let mut last_heading = 0;
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
+/// Parses the hints format; an error is the 1-based number of the line at
+/// fault (a step's heading when it lacks levels).
+fn parse(text: &str) -> Result<Vec<StepHints>, usize> {
+    let mut steps: Vec<(usize, StepHints)> = Vec::new();
+    for (number, line) in (1..).zip(text.lines()) {
         if let Some(step) = line.strip_prefix("## ") {
-            close(steps.last(), last_heading)?;
-            if steps.iter().any(|known| known.step == step.trim()) {
-                return Err((number, format!("step `{}` has hints already", step.trim())));
+            if steps.iter().any(|(_, known)| known.step == step.trim()) {
+                return Err(number);
             }
-            steps.push(StepHints {
-                step: step.trim().to_string(),
-                levels: Vec::new(),
-            });
-            last_heading = number;
+            let levels = Vec::new();
+            let step = step.trim().to_string();
+            steps.push((number, StepHints { step, levels }));
         } else if let Some(level) = line.strip_prefix("### ") {
-            let step = steps.last_mut().ok_or((
-                number,
-                "a level comes before any `## step` heading".to_string(),
-            ))?;
+            let (_, step) = steps.last_mut().ok_or(number)?;
             let expected = step.levels.len() + 1;
             if level.trim() != expected.to_string() || expected > say::HINT_LEVELS.len() {
-                return Err((
-                    number,
-                    format!("expected `### {expected}` (levels run 1 to 4, in order)"),
-                ));
+                return Err(number);
             }
             step.levels.push(String::new());
-        } else if let Some(current) = steps.last_mut().and_then(|step| step.levels.last_mut()) {
-            current.push_str(line);
-            current.push('\n');
-        } else if !line.trim().is_empty() && !steps.is_empty() {
-            return Err((number, "text before the step's `### 1`".to_string()));
+        } else if let Some((_, step)) = steps.last_mut() {
+            match step.levels.last_mut() {
+                Some(current) => {
+                    current.push_str(line);
+                    current.push('\n');
+                }
+                // Text before the step's `### 1`.
+                None if !line.trim().is_empty() => return Err(number),
+                None => {}
+            }
         }
     }
-    close(steps.last(), last_heading)?;
     if steps.is_empty() {
-        return Err((1, "no `## step` heading".to_string()));
+        return Err(1);
     }
-    for step in &mut steps {
-        for level in &mut step.levels {
-            *level = level.trim().to_string();
-        }
-    }
-    Ok(steps)
-}
-
-fn close(step: Option<&StepHints>, heading: usize) -> Result<(), (usize, String)> {
-    match step {
-        Some(step) if step.levels.len() != say::HINT_LEVELS.len() => Err((
-            heading,
-            format!(
-                "step {} has {} of the 4 levels",
-                step.step,
-                step.levels.len()
-            ),
-        )),
-        _ => Ok(()),
-    }
+    (steps.into_iter())
+        .map(|(heading, mut step)| {
+            if step.levels.len() != say::HINT_LEVELS.len() {
+                return Err(heading);
+            }
+            for level in &mut step.levels {
+                *level = level.trim().to_string();
+            }
+            Ok(step)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -157,10 +124,9 @@ mod tests {
 
     #[test]
     fn refuses_missing_or_disordered_levels() {
-        assert_eq!(parse("## 3.1\n### 1\na\n### 3\nb\n").unwrap_err().0, 4);
-        let missing = parse("## 3.1\n### 1\na\n## 3.2\n").unwrap_err();
-        assert_eq!(missing.0, 1);
-        assert!(missing.1.contains("1 of the 4"));
+        assert_eq!(parse("## 3.1\n### 1\na\n### 3\nb\n"), Err(4));
+        assert_eq!(parse("## 3.1\n### 1\na\n## 3.2\n"), Err(1));
+        assert_eq!(parse(&format!("{}## 3.1\n", ladder("3.1"))), Err(10));
         assert!(parse("### 1\n").is_err());
         assert!(parse("").is_err());
         assert!(parse(&format!("{}### 5\nx\n", ladder("1"))).is_err());
@@ -172,7 +138,8 @@ mod tests {
         let checkpoints = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../checkpoints");
         for chapter in crate::chapter::all(&checkpoints).unwrap() {
             let manifest = chapter.load().unwrap();
-            let hints = load(&chapter).unwrap();
+            let (_, text) = chapter.read("hints.md", say::hints_missing).unwrap();
+            let hints = parse(&text).unwrap();
             for step in &manifest.steps {
                 let found = hints.iter().find(|hints| hints.step == step.id);
                 assert!(

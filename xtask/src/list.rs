@@ -24,21 +24,15 @@ struct Row {
 impl cli::List {
     /// Runs the command. A chapter that does not locate is reported, not fatal.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        let json = self.json;
         let rows: Vec<Row> = chapter::all(&repo.checkpoints_dir())?
             .into_iter()
             .map(|chapter| {
                 let title = chapter.load().map(|manifest| manifest.title);
                 let located = locate::locate(&repo.git, chapter.id);
-                let problem = match (&title, &located) {
-                    (Err(error), _) => Some(error.to_string()),
-                    (_, Err(error)) => Some(error.to_string()),
-                    _ => None,
-                };
-                let (parent, target) = match located {
-                    Ok(checkpoint) => (Some(checkpoint.parent), Some(checkpoint.target)),
-                    Err(_) => (None, None),
-                };
+                let problem = (title.as_ref().err()).or(located.as_ref().err());
+                let problem = problem.map(ToString::to_string);
+                let ends = located.map(|checkpoint| (checkpoint.parent, checkpoint.target));
+                let (parent, target) = ends.ok().unzip();
                 Row {
                     id: chapter.id.to_string(),
                     title: title.ok(),
@@ -49,7 +43,7 @@ impl cli::List {
                 }
             })
             .collect();
-        if json {
+        if self.json {
             crate::out::json(&rows);
             return Ok(());
         }
@@ -62,23 +56,18 @@ impl cli::List {
         }
         for row in &rows {
             let problem = escape_control(row.problem.as_deref().unwrap_or_default());
-            match (&row.title, &row.parent, &row.target) {
-                (None, _, _) => {
-                    outln!("{}  (manifest does not load)", row.id);
-                    outln!("    {problem}");
-                }
-                (Some(title), Some(parent), Some(target)) => {
-                    outln!("{}  {}", row.id, escape_control(title));
-                    for (role, commit) in [("parent", parent), ("target", target)] {
-                        let subject = escape_control(&commit.subject);
-                        outln!("    {role} {}  {subject}", commit.short);
-                    }
-                }
-                (Some(title), _, _) => outln!(
-                    "{}  {}\n    does not locate: {problem}",
-                    row.id,
-                    escape_control(title)
-                ),
+            let Some(title) = &row.title else {
+                outln!("{}  (manifest does not load)\n    {problem}", row.id);
+                continue;
+            };
+            outln!("{}  {}", row.id, escape_control(title));
+            let (Some(parent), Some(target)) = (&row.parent, &row.target) else {
+                outln!("    does not locate: {problem}");
+                continue;
+            };
+            for (role, commit) in [("parent", parent), ("target", target)] {
+                let subject = escape_control(&commit.subject);
+                outln!("    {role} {}  {subject}", commit.short);
             }
         }
         Ok(())

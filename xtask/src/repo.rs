@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use git2::{ErrorCode, Oid, Repository, Tree};
 
 use crate::error::{self, Error, Result};
+use crate::learner_text::basic as say;
 
 /// The folder of the chapter folders, at the repository root.
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
@@ -12,14 +13,9 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// Cargo's build folder, at the root of a workspace (the repository's, a lab's).
 pub const TARGET_DIR: &str = "target";
 
-/// How many hex digits of a commit id the tool shows (as `git log --oneline`).
-pub const SHORT_ID_LEN: usize = 7;
-
-/// Commit `id` abbreviated to [`SHORT_ID_LEN`] hex digits.
+/// Commit `id` abbreviated to 7 hex digits (as `git log --oneline`).
 pub fn short_id(id: Oid) -> String {
-    let mut text = id.to_string();
-    text.truncate(SHORT_ID_LEN);
-    text
+    id.to_string()[..7].to_string()
 }
 
 /// The course repository and its work tree.
@@ -37,15 +33,22 @@ impl CourseRepo {
     /// directory), so the tool works from any subfolder.
     pub fn discover(start: &Path) -> Result<Self> {
         let git = Repository::discover(start).map_err(|error| match error.code() {
-            ErrorCode::NotFound => Error::bad_input(crate::learner_text::basic::not_in_repository(
-                &start.display().to_string(),
-            )),
-            ErrorCode::Owner => Error::bad_input(format!(
-                "the repository at {} is owned by another user, so git refuses to open it; \
-                 if you trust it, run `git config --global --add safe.directory {}`",
-                owned_repository(start).display(),
-                crate::out::shell_word(&owned_repository(start).to_string_lossy())
-            )),
+            ErrorCode::NotFound => {
+                Error::bad_input(say::not_in_repository(&start.display().to_string()))
+            }
+            ErrorCode::Owner => {
+                // The path `safe.directory` names: the folder holding the `.git`.
+                let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+                let owned = (start.ancestors())
+                    .find(|folder| folder.join(".git").symlink_metadata().is_ok())
+                    .unwrap_or(&start);
+                Error::bad_input(format!(
+                    "the repository at {} is owned by another user, so git refuses to open it; \
+                     if you trust it, run `git config --global --add safe.directory {}`",
+                    owned.display(),
+                    crate::out::shell_word(&owned.to_string_lossy())
+                ))
+            }
             _ => Error::bad_input(format!(
                 "cannot open the git repository containing {}: {}",
                 start.display(),
@@ -61,26 +64,17 @@ impl CourseRepo {
         // libgit2 can name the wrong work tree for a `--separate-git-dir`
         // clone; the folder holding the `.git` link above `start` is the one.
         let root = work_tree_holding(start, &workdir).unwrap_or(workdir);
-        let head_is_unborn = match git.head() {
-            Ok(_) => false,
-            Err(error) => matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound),
-        };
-        let empty = git.is_empty().unwrap_or(false);
-        if head_is_unborn && !empty {
-            let branch = git
-                .find_reference("HEAD")
-                .ok()
-                .and_then(|head| head.symbolic_target().ok().flatten().map(str::to_string))
-                .unwrap_or_else(|| "HEAD".to_string());
-            let branch = branch.strip_prefix("refs/heads/").unwrap_or(&branch);
-            return Err(Error::bad_input(crate::learner_text::basic::unborn_head(
-                branch,
-            )));
-        }
-        if head_is_unborn || empty {
-            return Err(Error::bad_input(
-                crate::learner_text::basic::repository_without_commits(&root.display().to_string()),
-            ));
+        let unborn = matches!(git.head(), Err(error)
+            if matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound));
+        if unborn {
+            return Err(Error::bad_input(if git.is_empty().unwrap_or(false) {
+                say::repository_without_commits(&root.display().to_string())
+            } else {
+                let head = git.find_reference("HEAD").ok();
+                let branch = head.as_ref().and_then(|head| head.symbolic_target().ok()?);
+                let branch = branch.unwrap_or("HEAD");
+                say::unborn_head(branch.strip_prefix("refs/heads/").unwrap_or(branch))
+            }));
         }
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
         Ok(CourseRepo {
@@ -95,7 +89,6 @@ impl CourseRepo {
         self.root.join(CHECKPOINTS_DIR)
     }
 
-    /// The tree of `commit`.
     pub fn tree_of(&self, commit: Oid) -> Result<Tree<'_>> {
         self.git
             .find_commit(commit)
@@ -104,24 +97,11 @@ impl CourseRepo {
     }
 }
 
-/// The work tree git refused to open from `start`: the nearest folder (from
-/// `start` up) holding a `.git`, which is the path `safe.directory` names.
-fn owned_repository(start: &Path) -> PathBuf {
-    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
-    start
-        .ancestors()
-        .find(|folder| folder.join(".git").symlink_metadata().is_ok())
-        .map(Path::to_path_buf)
-        .or_else(|| Repository::discover_path(&start, [] as [&Path; 0]).ok())
-        .unwrap_or(start)
-}
-
 /// The folder at or above `start` that holds a `.git` entry, when `start` is
 /// not inside `workdir` (as libgit2 reports it).
 fn work_tree_holding(start: &Path, workdir: &Path) -> Option<PathBuf> {
     let start = start.canonicalize().ok()?;
-    let workdir = workdir.canonicalize().ok()?;
-    if start.starts_with(&workdir) {
+    if start.starts_with(workdir.canonicalize().ok()?) {
         return None;
     }
     start

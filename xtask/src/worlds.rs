@@ -11,15 +11,11 @@ use crate::repo::CHECKPOINTS_DIR;
 /// documents the tooling and every chapter's API at once.
 pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", CHECKPOINTS_DIR, "README.md"];
 
-/// True when the repository path `path` (`/`-separated bytes) is tooling.
+/// True when the repository path `path` (`/`-separated bytes) is tooling;
+/// everything else is the learner's world.
 pub fn is_tooling(path: &[u8]) -> bool {
     let top = path.split(|&byte| byte == b'/').next().unwrap_or_default();
     TOOLING.iter().any(|tooling| tooling.as_bytes() == top)
-}
-
-/// True when `path` belongs to the learner's world.
-pub fn is_learner(path: &[u8]) -> bool {
-    !is_tooling(path)
 }
 
 #[cfg(test)]
@@ -47,7 +43,7 @@ mod tests {
             "xtasks",
             "course/README.md",
         ] {
-            assert!(is_learner(learner.as_bytes()), "{learner}");
+            assert!(!is_tooling(learner.as_bytes()), "{learner}");
         }
     }
 }

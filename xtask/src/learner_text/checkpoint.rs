@@ -2,14 +2,16 @@
 //! what it is (the end of the chapter before it), which `practice` and the
 //! guide's header say too.
 
+use crate::checkpoint::Report;
 use crate::manifest::{ChapterId, Mode};
 
 /// Where chapter `id` starts, named by what it is: the end of the chapter
-/// before it.
+/// before it in the course's numbering (whether or not this kit ports it).
 pub fn chapter_start(id: ChapterId) -> String {
-    match previous_chapter(id) {
-        Some(previous) => end_of(previous),
-        None => "课程的初始代码".to_string(),
+    let number: u8 = id.to_string().parse().unwrap_or_default();
+    match number.saturating_sub(1).to_string().parse() {
+        Ok(previous) if number > 1 => end_of(previous),
+        _ => "课程的初始代码".to_string(),
     }
 }
 
@@ -35,69 +37,52 @@ pub fn practice_from(id: ChapterId, mode: Mode) -> String {
     }
 }
 
-/// The chapter before `id` in the course's numbering (chapter NN starts
-/// where chapter NN-1 ends, whether or not this kit ports NN-1).
-fn previous_chapter(id: ChapterId) -> Option<ChapterId> {
-    let number: u8 = id.to_string().parse().ok()?;
-    number
-        .checked_sub(1)
-        .filter(|n| *n > 0)?
-        .to_string()
-        .parse()
-        .ok()
-}
-
 /// "The end of chapter NN".
 pub fn end_of(id: ChapterId) -> String {
     format!("第 {id} 章的终点")
 }
 
-pub fn checkpoint_heading(id: ChapterId, title: &str, mode: Mode) -> String {
-    let mode = match mode {
+/// `checkpoint`'s report: where the chapter starts and ends, named by what
+/// they are, what it changes, how to practise it, and the diff (the answer)
+/// only after asking for a prediction.
+pub fn checkpoint_report(report: &Report<'_>) -> String {
+    let id = report.id;
+    let mode = match report.mode {
         Mode::Rebuild => "从起点开始，自己写出本章的代码",
         Mode::Observe => "从终点开始，阅读本章写好的代码",
     };
-    format!("第 {id} 章 · {title}（{mode}）")
-}
-
-/// One of the chapter's two commits: what it is (with its short id) and
-/// its full id.
-pub fn checkpoint_commit(role: &str, what: &str, full: &str) -> String {
-    format!("  {role}：{what}\n        {full}")
-}
-
-pub const START: &str = "起点";
-pub const END: &str = "终点";
-
-pub fn layer_changes(files: usize) -> String {
-    format!("本章改动 {files} 个文件：")
-}
-
-/// The focused test, the further files the lab takes from the target (none
-/// for most chapters), and the commands to practise.
-pub fn checkpoint_commands(
-    focused_test: &str,
-    lab_files: &[&str],
-    practice: &str,
-    run: &str,
-) -> String {
-    let lab_files = match lab_files {
+    let previous_end = report.previous_end.map(|end| end.short.as_str());
+    let start_name = start_commit(id, &report.start.short, previous_end);
+    let files = report.files.iter();
+    let files: String = files
+        .map(|file| format!("\n  {} {}", file.status, file.path))
+        .collect();
+    let lab_files = match &report.lab_files[..] {
         [] => String::new(),
         files => format!("终点另给的文件：{}\n", files.join("、")),
     };
+    let (start, target, commands) = (report.start, report.target, &report.commands);
     format!(
-        "聚焦测试：{focused_test}\n\
+        "第 {id} 章 · {title}（{mode}）\n  \
+         起点：{start_name}\n        {start_id}\n  \
+         终点：{end}，提交 {target_short}\n        {target_id}\n\n\
+         本章改动 {count} 个文件：{files}\n\n\
+         聚焦测试：{focused_test}\n\
          {lab_files}\
          开始练习：{practice}\n\
-         运行测试：在练习目录里 {run}"
-    )
-}
-
-/// The diff is the answer: ask for a prediction before showing how to see it.
-pub fn predict_then_diff(diff: &str) -> String {
-    format!(
-        "先预测，再看答案：上面这些文件各会加上什么、改掉什么？把你的预测写下来，\
-         做完练习之后再对照。然后查看：\n  {diff}"
+         运行测试：在练习目录里 {run}\n\n\
+         先预测，再看答案：上面这些文件各会加上什么、改掉什么？把你的预测写下来，\
+         做完练习之后再对照。然后查看：\n  {diff}",
+        title = report.title,
+        start_id = start.id,
+        end = end_of(id),
+        target_short = target.short,
+        target_id = target.id,
+        count = report.files.len(),
+        focused_test = report.focused_test,
+        practice = commands.practice,
+        run = commands.run,
+        diff = commands.diff,
     )
 }
 

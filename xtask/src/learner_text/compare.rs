@@ -41,11 +41,11 @@ pub const COMPARE_CLOSING: &str =
 pub const COMPARE_CLOSING_ANYWAY: &str =
     "参考答案只是一种写法。你用了 --anyway，没有先确认本章完成：先让 check 报告完成，再回来对照。";
 
-pub fn compare_refused(chapter: &str, lab: &str, verdict: &str, anyway: &str) -> String {
+pub fn compare_refused(chapter: &str, lab: &str, verdict: &str) -> String {
     format!(
         "第 {chapter} 章在 {lab} 里还没有完成（{verdict}），所以 compare 先不给你看参考答案：\
          先自己做完，用 `cargo xtask check {chapter} {lab}` 确认。\
-         一定要现在看，加上 --anyway：{anyway}"
+         一定要现在看，加上 --anyway：cargo xtask compare {chapter} {lab} --anyway"
     )
 }
 

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use git2::Oid;
 
@@ -14,9 +14,6 @@ use crate::error::{Error, Result};
 use crate::out::noteln;
 use crate::signals;
 use crate::worlds;
-
-/// The oldest git recut runs with.
-const OLDEST: (u32, u32) = (2, 38);
 
 /// What git writes when the machine, not the input, failed it.
 const ENVIRONMENT: [&str; 7] = [
@@ -36,14 +33,6 @@ pub struct Git {
     index: Option<PathBuf>,
 }
 
-/// A finished git command: its exit code (`None` when a signal ended it)
-/// and its output.
-pub struct Done {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
 impl Git {
     /// The git on PATH, refused when it is missing or older than 2.38.
     pub fn find(root: &Path) -> Result<Git> {
@@ -53,14 +42,13 @@ impl Git {
         };
         let version = git.run(&["--version"]);
         let found = version.as_deref().ok().and_then(parse_version);
-        if found.is_some_and(|found| found >= OLDEST) {
+        if found.is_some_and(|found| found >= (2, 38)) {
             return Ok(git);
         }
         let said = version.map_or_else(|error| error.to_string(), |said| format!("`{said}`"));
-        let (major, minor) = OLDEST;
         Err(Error::bad_input(format!(
-            "recut builds on git {major}.{minor} or newer (`merge-tree --write-tree`), and the \
-             git on PATH said {said}: put git {major}.{minor} or newer on PATH; nothing was changed"
+            "recut builds on git 2.38 or newer (`merge-tree --write-tree`), and the git on PATH \
+             said {said}: put git 2.38 or newer on PATH; nothing was changed"
         )))
     }
 
@@ -76,33 +64,30 @@ impl Git {
     /// `git add` meeting a nested repository) are passed on.
     pub fn run(&self, args: &[impl AsRef<str>]) -> Result<String> {
         let done = self.call(args, "")?;
-        if done.code != Some(0) {
+        if !done.status.success() {
             return Err(failure(args, &done));
         }
-        for warning in done
-            .stderr
-            .lines()
-            .filter(|line| line.starts_with("warning:"))
-        {
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        for warning in stderr.lines().filter(|line| line.starts_with("warning:")) {
             noteln!("note: git {warning}");
         }
-        Ok(done.stdout.trim_end().to_string())
+        Ok(String::from_utf8_lossy(&done.stdout).trim_end().to_string())
     }
 
     /// Runs `git ARGS`, with `input` on its standard input, for the object
     /// id it prints.
     pub fn oid(&self, args: &[&str], input: &str) -> Result<Oid> {
         let done = self.call(args, input)?;
-        let id = done.stdout.lines().next().unwrap_or_default();
-        match (done.code, Oid::from_str(id)) {
-            (Some(0), Ok(id)) => Ok(id),
+        let stdout = String::from_utf8_lossy(&done.stdout);
+        match Oid::from_str(stdout.lines().next().unwrap_or_default()) {
+            Ok(id) if done.status.success() => Ok(id),
             _ => Err(failure(args, &done)),
         }
     }
 
     /// Runs `git ARGS` to its end, whatever its exit code; an error only
     /// when it could not run. A signal to recut alone does not stop it.
-    pub fn call(&self, args: &[impl AsRef<str>], input: &str) -> Result<Done> {
+    pub fn call(&self, args: &[impl AsRef<str>], input: &str) -> Result<Output> {
         let mut command = Command::new("git");
         command.arg("-C").arg(&self.root);
         command.args(args.iter().map(AsRef::as_ref));
@@ -120,13 +105,8 @@ impl Git {
             // A git that reads no input closes the pipe; its exit code counts.
             let _ = stdin.write_all(input.as_bytes());
         }
-        let output = child.wait_with_output().map_err(|error| {
+        child.wait_with_output().map_err(|error| {
             Error::environment(format!("cannot wait for `{}`: {error}", shown(args)))
-        })?;
-        Ok(Done {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
     }
 }
@@ -134,21 +114,22 @@ impl Git {
 /// The error for `git ARGS` that ended as `done` did: git's message on one
 /// line; exit 3 when the machine failed it, 128 + n when signal n (which
 /// git got too) stopped recut, 2 otherwise.
-pub fn failure(args: &[impl AsRef<str>], done: &Done) -> Error {
+pub fn failure(args: &[impl AsRef<str>], done: &Output) -> Error {
     if let Some(signal) = signals::received() {
         return Error::interrupted(signal);
     }
-    let said: Vec<&str> = (done.stderr.lines().map(str::trim))
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let said: Vec<&str> = (stderr.lines().map(str::trim))
         .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
         .take(3)
         .collect();
-    let why = match done.code {
+    let why = match done.status.code() {
         None => "a signal ended it".to_string(),
         Some(code) if said.is_empty() => format!("it exited with {code}"),
         Some(_) => said.join(" "),
     };
     let message = format!("`{}` failed: {why}", shown(args));
-    if done.code.is_none() || ENVIRONMENT.iter().any(|text| done.stderr.contains(text)) {
+    if done.status.code().is_none() || ENVIRONMENT.iter().any(|text| stderr.contains(text)) {
         Error::environment(message)
     } else {
         Error::bad_input(message)
@@ -193,16 +174,16 @@ mod tests {
             Some((2, 39))
         );
         assert_eq!(parse_version("git version 2.45.0.windows.1"), Some((2, 45)));
-        assert!(parse_version("git version 2.9.5").unwrap() < OLDEST);
+        assert!(parse_version("git version 2.9.5").unwrap() < (2, 38));
         assert_eq!(parse_version("hub version 2.14"), None);
     }
 
     #[test]
     fn a_full_disk_under_git_is_the_environments() {
-        let done = |stderr: &str| Done {
-            code: Some(128),
-            stdout: String::new(),
-            stderr: stderr.to_string(),
+        let done = |stderr: &str| Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(128 << 8),
+            stdout: Vec::new(),
+            stderr: stderr.as_bytes().to_vec(),
         };
         let full = failure(
             &["read-tree"],

@@ -1,26 +1,8 @@
 //! `recut NN`: re-cuts chapter NN from the work tree's learner world and
-//! replays every later chapter on top (what it appends is in
-//! checkpoints/AUTHORING.md, "Re-cutting a chapter", and [`plan`]).
-//!
-//! It is built on git's plumbing ([`git`]), so git's own rules for sparse
-//! checkouts, symlinks, filters, ignored files and locks hold:
-//!
-//! 1. the work tree's learner world is read the way `git add -A` reads it,
-//!    into a temporary copy of the index (its stat data and skip-worktree
-//!    bits included), and written as a tree (`git write-tree`);
-//! 2. the commits are objects (`git commit-tree`; `git merge-tree
-//!    --write-tree` for the replays): nothing the author sees has changed;
-//! 3. git's up-to-date checks run on the copy (`read-tree -n -u -m CUT NEW`,
-//!    CUT being the new `course(NN):` commit), the index takes the work
-//!    tree's learner files (`git add -A`), the branch moves by
-//!    compare-and-swap (`git update-ref NEW OLD`, the commit point), and
-//!    `git read-tree -u -m CUT NEW` brings the index and the work tree from
-//!    CUT to NEW, refusing, as git does, to overwrite a change it has not
-//!    seen. CUT and NEW agree on the tooling, so the author's uncommitted
-//!    tooling edits stay where they are.
-//!
-//! Every failure ends in one line saying where things are ([`report`]);
-//! the exit codes are AUTHORING.md's.
+//! replays every later chapter on top, on git's plumbing ([`git`]). What it
+//! appends, how it moves the branch, the index and the work tree, and what
+//! each failure leaves (one line, [`report`]) is checkpoints/AUTHORING.md's
+//! "Re-cutting a chapter".
 
 mod git;
 mod plan;
@@ -32,10 +14,10 @@ use git2::{ErrorCode, Oid, Repository, RepositoryState};
 
 use self::git::{Git, on_learner};
 use self::report::{AT_NEW, STAGED, unchanged};
-use crate::chapter::{self, ChapterFolder};
+use crate::chapter;
 use crate::cli;
 use crate::error::{self, Error, Result};
-use crate::manifest::ChapterId;
+use crate::out::noteln;
 use crate::repo::{CourseRepo, short_id};
 use crate::signals;
 
@@ -43,16 +25,11 @@ use crate::signals;
 /// (`would be overwritten`, `would be removed`, `would be lost`.)
 const REFUSED: [&str; 3] = ["not uptodate", "would be ", "index.lock"];
 
-/// The branch HEAD points to and its commit.
-pub struct Branch {
-    /// The full reference name, e.g. `refs/heads/main`.
-    pub name: String,
-    pub head: Oid,
-}
-
 /// What a completed re-cut appended, for the report.
 struct Appended {
-    branch: Branch,
+    /// The branch's full name (`refs/heads/main`) and its old head.
+    branch: String,
+    old: Oid,
     commits: Vec<Oid>,
     notes: Vec<String>,
 }
@@ -66,11 +43,22 @@ impl cli::Recut {
         let _section = signals::defer();
         let appended = self.cut(repo).map_err(report::ended)?;
         report::print_commits(&repo.git, &appended)?;
-        report::exit_if_interrupted("verify did not run");
+        if let Some(signal) = signals::received() {
+            let at = format!("the re-cut is complete ({AT_NEW}); verify did not run");
+            return Err(report::ended(Error::interrupted(signal).context(at)));
+        }
         if !self.no_verify {
             report::verify(repo)?;
         }
-        report::say_if_lost();
+        // A lost report (a full stdout) changes no verdict: this one line
+        // says where everything is, since the report could not.
+        if let Some(error) = crate::out::stdout_lost() {
+            noteln!(
+                "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
+                 cannot write to standard output: {error}"
+            );
+            crate::out::stdout_loss_reported();
+        }
         Ok(())
     }
 
@@ -97,8 +85,13 @@ impl cli::Recut {
     /// writes the new commits as objects: nothing else changes.
     fn prepare(&self, repo: &CourseRepo, index: &Path) -> Result<(Git, Appended)> {
         let git = Git::find(&repo.root)?;
-        let branch = branch(&repo.git)?;
-        let (chapters, position) = chapter_position(repo, self.id)?;
+        let (branch, old) = branch(&repo.git)?;
+        let chapters = chapter::all(&repo.checkpoints_dir())?;
+        let Some(position) = chapters.iter().position(|chapter| chapter.id == self.id) else {
+            return Err(chapter::find(&repo.checkpoints_dir(), self.id)
+                .err()
+                .unwrap_or_else(|| Error::bad_input(format!("unknown chapter {}", self.id))));
+        };
         git.run(&["-c", "user.useConfigOnly=true", "var", "GIT_AUTHOR_IDENT"])
             .map_err(|error| {
                 Error::bad_input(format!(
@@ -109,7 +102,7 @@ impl cli::Recut {
             })?;
         let head = repo
             .git
-            .find_commit(branch.head)
+            .find_commit(old)
             .map_err(error::git("cannot read HEAD's commit"))?;
         let real = repo.git.path().join("index");
         if real.exists() {
@@ -122,7 +115,7 @@ impl cli::Recut {
         let tree = plan::find_tree(&repo.git, copy.oid(&["write-tree"], "")?)?;
         let mut notes = Vec::new();
         let cuts = plan::Planner {
-            repo: &repo.git,
+            repo,
             git: &git,
             head: &head,
             worktree: plan::learner_of(&repo.git, &tree)?,
@@ -132,7 +125,7 @@ impl cli::Recut {
         .plan(&chapters, position)?;
         let tooling = head.tree().map_err(error::git("cannot read HEAD's tree"))?;
         let mut commits = Vec::with_capacity(cuts.len());
-        let mut parent = branch.head;
+        let mut parent = old;
         for cut in &cuts {
             signals::check()?;
             let tree = plan::compose(&repo.git, cut.learner, &tooling)?.to_string();
@@ -142,6 +135,7 @@ impl cli::Recut {
         }
         let appended = Appended {
             branch,
+            old,
             commits,
             notes,
         };
@@ -150,10 +144,15 @@ impl cli::Recut {
 
     /// Moves the branch from its head to the last commit NEW, the index and
     /// the work tree from the `course(NN):` one CUT (the work tree's learner
-    /// world) to NEW, the way git moves them (see the [module](self) docs).
+    /// world) to NEW: git's up-to-date checks on the copy `index`
+    /// (`read-tree -n -u -m CUT NEW`), the learner files staged, the branch
+    /// moved by compare-and-swap (`update-ref NEW OLD`, the commit point),
+    /// then `read-tree -u -m CUT NEW`, which refuses, as git does, to
+    /// overwrite a change it has not seen. CUT and NEW agree on the
+    /// tooling, so uncommitted tooling edits stay where they are.
     fn apply(&self, git: &Git, index: &Path, appended: &Appended) -> Result<()> {
-        let (name, id, commits) = (&appended.branch.name, self.id, &appended.commits);
-        let ends = [appended.branch.head, commits[1], commits[commits.len() - 1]];
+        let (name, id, commits) = (&appended.branch, self.id, &appended.commits);
+        let ends = [appended.old, commits[1], commits[commits.len() - 1]];
         let [old, cut, new] = ends.map(|oid| oid.to_string());
         // What git would refuse now (an untracked file in the way) is
         // refused before anything changes.
@@ -202,9 +201,9 @@ impl cli::Recut {
 }
 
 /// The branch to append to, refusing every state where moving it is wrong:
-/// an unfinished operation, unresolved conflicts, a detached HEAD, a HEAD
-/// naming something that is not a branch, an unborn branch.
-fn branch(git: &Repository) -> Result<Branch> {
+/// an unfinished operation, unresolved conflicts, a detached HEAD, an
+/// unborn branch. Its full name and its head.
+fn branch(git: &Repository) -> Result<(String, Oid)> {
     let state = git.state();
     if state != RepositoryState::Clean {
         let state = format!("{state:?}").to_lowercase();
@@ -229,31 +228,14 @@ fn branch(git: &Repository) -> Result<Branch> {
         )));
     };
     let name = String::from_utf8_lossy(name).into_owned();
-    let Some(shown) = name.strip_prefix("refs/heads/") else {
-        return Err(Error::bad_input(format!(
-            "HEAD points to `{name}`, which is not a branch: recut appends to a branch \
-             (refs/heads/…), so switch to one first"
-        )));
-    };
+    let shown = name.strip_prefix("refs/heads/").unwrap_or(&name);
     match git.refname_to_id(&name) {
-        Ok(head) => Ok(Branch { name, head }),
+        Ok(head) => Ok((name, head)),
         Err(error) if error.code() == ErrorCode::NotFound => Err(Error::bad_input(format!(
             "HEAD names the branch `{shown}`, which has no commits yet (an unborn branch): \
              recut appends to the course's history, so switch to the branch that holds it \
              (e.g. `git switch main`)"
         ))),
         Err(error) => Err(error::git(format!("cannot read {name}"))(error)),
-    }
-}
-
-/// Every chapter of `checkpoints/`, in order, and where chapter `id` is.
-fn chapter_position(repo: &CourseRepo, id: ChapterId) -> Result<(Vec<ChapterFolder>, usize)> {
-    let dir = repo.checkpoints_dir();
-    let chapters = chapter::all(&dir)?;
-    match chapters.iter().position(|chapter| chapter.id == id) {
-        Some(position) => Ok((chapters, position)),
-        None => Err(chapter::find(&dir, id)
-            .err()
-            .unwrap_or_else(|| Error::bad_input(format!("unknown chapter {id}")))),
     }
 }

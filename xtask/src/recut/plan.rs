@@ -6,11 +6,12 @@
 use git2::{Commit, ObjectType, Oid, Repository, Tree, TreeEntry};
 
 use super::git::Git;
-use super::report::{conflict_message, describe, restore_command};
+use super::report::{describe, restore_command};
 use crate::chapter::ChapterFolder;
 use crate::error::{self, Error, Result};
 use crate::locate::{self, Checkpoint};
 use crate::manifest::ChapterId;
+use crate::repo::CourseRepo;
 use crate::worlds;
 
 /// A commit `recut` appends: its message and its learner world (a tree
@@ -22,7 +23,7 @@ pub struct Cut {
 
 /// Works out every commit of a re-cut, as tree objects, before anything moves.
 pub struct Planner<'a, 'r> {
-    pub repo: &'r Repository,
+    pub repo: &'r CourseRepo,
     pub git: &'a Git,
     pub head: &'a Commit<'r>,
     /// The work tree's learner world: chapter NN's new end state.
@@ -38,7 +39,7 @@ impl Planner<'_, '_> {
     pub fn plan(&mut self, chapters: &[ChapterFolder], position: usize) -> Result<Vec<Cut>> {
         let chapter = &chapters[position];
         let id = chapter.id;
-        let own = locate::locate_if_cut(self.repo, id)?;
+        let own = locate::locate_if_cut(&self.repo.git, id)?;
         let (start, from) = self.starting_point(&chapters[..position], id, own.as_ref())?;
         if start == self.worktree {
             return Err(Error::bad_input(format!(
@@ -80,7 +81,7 @@ impl Planner<'_, '_> {
         let mut last = None;
         let later = chapters[position + 1..].iter().filter(|_| !self.only);
         for later in later.map(|chapter| chapter.id) {
-            let Some(checkpoint) = locate::locate_if_cut(self.repo, later)? else {
+            let Some(checkpoint) = locate::locate_if_cut(&self.repo.git, later)? else {
                 self.notes.push(format!(
                     "chapter {later} was never cut (no `{}` commit): nothing to replay",
                     later.commit_prefix()
@@ -93,9 +94,21 @@ impl Planner<'_, '_> {
             unchanged &= ancestor == ours;
             let replayed = self.replay(id, later, &checkpoint, ancestor, ours)?;
             if replayed == ours {
-                return Err(self.emptied(id, later, own.as_ref()));
+                // The work tree already held the layer (most likely a later
+                // chapter's end state).
+                let own = own.as_ref().map(|own| &own.target);
+                let tree = own.and_then(|own| Some((own, self.repo.tree_of(own.oid).ok()?)));
+                let how = tree.map(|(own, tree)| restore_command(&own.short, &tree));
+                let how = how.map(|how| format!(" (e.g. `{how}`)"));
+                return Err(Error::bad_input(format!(
+                    "re-cutting chapter {id} would leave chapter {later}'s layer empty: the work \
+                     tree already holds all of chapter {later}'s changes. Bring the work tree's \
+                     learner world to chapter {id}'s end state first{} and edit that, or re-cut \
+                     chapter {later} instead; nothing was changed",
+                    how.unwrap_or_default()
+                )));
             }
-            let old = self.repo.find_commit(checkpoint.target.oid);
+            let old = self.repo.git.find_commit(checkpoint.target.oid);
             let old = old.map_err(error::git("cannot read a chapter's commit"))?;
             let old = String::from_utf8_lossy(old.message_bytes());
             cuts.push(Cut {
@@ -128,22 +141,6 @@ impl Planner<'_, '_> {
         Ok(cuts)
     }
 
-    /// Why a later chapter's replayed layer came out empty: the work tree
-    /// already held it (most likely a later chapter's end state).
-    fn emptied(&self, recut: ChapterId, later: ChapterId, own: Option<&Checkpoint>) -> Error {
-        let target = own.and_then(|own| Some((own, self.tree_of(own.target.oid).ok()?)));
-        let how = target.map(|(own, tree)| restore_command(&own.target.short, &tree));
-        let how = how
-            .map(|how| format!(" (e.g. `{how}`)"))
-            .unwrap_or_default();
-        Error::bad_input(format!(
-            "re-cutting chapter {recut} would leave chapter {later}'s layer empty: the work tree \
-             already holds all of chapter {later}'s changes. Bring the work tree's learner world \
-             to chapter {recut}'s end state first{how} and edit that, or re-cut chapter {later} \
-             instead; nothing was changed"
-        ))
-    }
-
     /// Chapter `id`'s starting point and where it comes from: the end state
     /// of the nearest earlier chapter, or for the first chapter its previous
     /// starting point with the top-level files of the work tree.
@@ -154,7 +151,7 @@ impl Planner<'_, '_> {
         own: Option<&Checkpoint>,
     ) -> Result<(Oid, String)> {
         if let Some(previous) = earlier.last() {
-            let checkpoint = locate::locate(self.repo, previous.id).map_err(|error| {
+            let checkpoint = locate::locate(&self.repo.git, previous.id).map_err(|error| {
                 error.context(format!(
                     "chapter {id} starts from chapter {}'s end state, which does not locate",
                     previous.id
@@ -177,12 +174,13 @@ impl Planner<'_, '_> {
             ),
             None => (self.head.id(), format!("HEAD, {}", describe(self.head))),
         };
-        let base = find_tree(self.repo, self.learner_of(base)?)?;
-        let worktree = find_tree(self.repo, self.worktree)?;
+        let base = find_tree(&self.repo.git, self.learner_of(base)?)?;
+        let worktree = find_tree(&self.repo.git, self.worktree)?;
         let is_file = |entry: &TreeEntry<'_>| entry.kind() == Some(ObjectType::Blob);
-        let start = pick(
-            self.repo,
-            &[(&base, &|entry| !is_file(entry)), (&worktree, &is_file)],
+        let folders = base.iter().filter(|entry| !is_file(entry));
+        let start = tree_of_entries(
+            &self.repo.git,
+            folders.chain(worktree.iter().filter(is_file)),
         )?;
         Ok((
             start,
@@ -215,16 +213,26 @@ impl Planner<'_, '_> {
         let mut args = vec!["merge-tree", "--write-tree", "--name-only", "--no-messages"];
         args.extend([ours.as_str(), theirs.as_str()]);
         let done = self.git.call(&args, "")?;
-        let mut lines = done.stdout.lines();
+        let stdout = String::from_utf8_lossy(&done.stdout);
+        let mut lines = stdout.lines();
         let tree = lines.next().and_then(|line| Oid::from_str(line).ok());
-        match (done.code, tree) {
+        match (done.status.code(), tree) {
             (Some(0), Some(tree)) => Ok(tree),
             (Some(1), Some(_)) => {
-                let mut files: Vec<String> = lines.map(str::to_string).collect();
+                let mut files: Vec<&str> = lines.collect();
                 files.dedup();
-                let target = self.tree_of(checkpoint.target.oid)?;
-                Err(Error::check_failed(conflict_message(
-                    recut, later, checkpoint, &files, &target,
+                let target = self.repo.tree_of(checkpoint.target.oid)?;
+                Err(Error::check_failed(format!(
+                    "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
+                     conflicts in {files}.\n\
+                     Nothing was changed: no branch moved, the index and the work tree are as they were.\n\
+                     To re-cut both chapters:\n  \
+                     1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
+                     2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
+                        {restore}\n  \
+                     3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
+                    files = files.join(", "),
+                    restore = restore_command(&checkpoint.target.short, &target),
                 )))
             }
             _ => Err(super::git::failure(&args, &done)),
@@ -233,56 +241,39 @@ impl Planner<'_, '_> {
 
     /// The learner world of `commit`: its tree without the tooling.
     pub fn learner_of(&self, commit: Oid) -> Result<Oid> {
-        learner_of(self.repo, &self.tree_of(commit)?)
-    }
-
-    fn tree_of(&self, commit: Oid) -> Result<Tree<'_>> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .and_then(|commit| commit.tree());
-        tree.map_err(error::git(format!("cannot read the tree of {commit}")))
+        learner_of(&self.repo.git, &self.repo.tree_of(commit)?)
     }
 }
 
-/// A predicate on the top-level entries of a tree.
-type Keep<'k> = &'k dyn Fn(&TreeEntry<'_>) -> bool;
-
-/// A new tree of the top-level entries each part keeps. The worlds are told
-/// apart by top-level names ([`worlds::is_tooling`]), so a folder is taken
-/// whole.
-fn pick(repo: &Repository, parts: &[(&Tree<'_>, Keep<'_>)]) -> Result<Oid> {
-    let mut builder = repo
-        .treebuilder(None)
-        .map_err(error::git("cannot build a tree"))?;
-    for (tree, keep) in parts {
-        for entry in tree.iter().filter(|entry| keep(entry)) {
-            builder
-                .insert(entry.name_bytes(), entry.id(), entry.filemode())
-                .map_err(error::git("cannot build a tree"))?;
-        }
+/// A new tree of `entries` (top-level entries of trees: the worlds are told
+/// apart by top-level names, [`worlds::is_tooling`], so a folder is taken
+/// whole).
+fn tree_of_entries<'t>(
+    repo: &Repository,
+    entries: impl IntoIterator<Item = TreeEntry<'t>>,
+) -> Result<Oid> {
+    let failed = |error| error::git("cannot build a tree")(error);
+    let mut builder = repo.treebuilder(None).map_err(failed)?;
+    for entry in entries {
+        (builder.insert(entry.name_bytes(), entry.id(), entry.filemode())).map_err(failed)?;
     }
-    builder.write().map_err(error::git("cannot write a tree"))
+    builder.write().map_err(failed)
 }
 
 /// The learner world of `tree`: its entries without the tooling.
 pub fn learner_of(repo: &Repository, tree: &Tree<'_>) -> Result<Oid> {
-    pick(
-        repo,
-        &[(tree, &|entry| worlds::is_learner(entry.name_bytes()))],
-    )
+    let learner = tree
+        .iter()
+        .filter(|entry| !worlds::is_tooling(entry.name_bytes()));
+    tree_of_entries(repo, learner)
 }
 
 /// A commit's tree: `learner` plus the tooling of `tooling`.
 pub fn compose(repo: &Repository, learner: Oid, tooling: &Tree<'_>) -> Result<Oid> {
-    let learner = find_tree(repo, learner)?;
-    pick(
-        repo,
-        &[
-            (&learner, &|_| true),
-            (tooling, &|entry| worlds::is_tooling(entry.name_bytes())),
-        ],
-    )
+    let tooling = tooling
+        .iter()
+        .filter(|entry| worlds::is_tooling(entry.name_bytes()));
+    tree_of_entries(repo, find_tree(repo, learner)?.iter().chain(tooling))
 }
 
 /// The tree `tree`.

@@ -7,12 +7,9 @@ use git2::{Commit, Repository, Tree};
 
 use super::Appended;
 use crate::error::{self, Error, Result};
-use crate::locate::Checkpoint;
-use crate::manifest::ChapterId;
-use crate::out::{self, noteln, outln};
+use crate::out::{noteln, outln};
 use crate::repo::CourseRepo;
 use crate::runner::DEFAULT_TIMEOUT;
-use crate::signals;
 use crate::verify;
 use crate::worlds;
 
@@ -48,40 +45,16 @@ pub fn ended(error: Error) -> Error {
     std::process::exit(i32::from(error.exit_code()))
 }
 
-/// Exits (as [`ended`]) when a signal arrived after the re-cut completed.
-pub fn exit_if_interrupted(what: &str) {
-    if let Some(signal) = signals::received() {
-        ended(
-            Error::interrupted(signal)
-                .context(format!("the re-cut is complete ({AT_NEW}); {what}")),
-        );
-    }
-}
-
-/// After the report: a lost report (a full stdout) changes no verdict, and
-/// this one line on stderr says where everything is, since the report
-/// could not.
-pub fn say_if_lost() {
-    if let Some(error) = out::stdout_lost() {
-        noteln!(
-            "note: the re-cut is complete ({AT_NEW}), but its report could not be written: \
-             cannot write to standard output: {error}"
-        );
-        out::stdout_loss_reported();
-    }
-}
-
 /// The commits a re-cut appended, and where everything is now.
 pub fn print_commits(git: &Repository, appended: &Appended) -> Result<()> {
-    let branch = &appended.branch;
-    let shown_branch = branch.name.trim_start_matches("refs/heads/");
+    let shown_branch = appended.branch.trim_start_matches("refs/heads/");
     let find = |id| {
         git.find_commit(id)
             .map_err(error::git(format!("cannot read commit {id}")))
     };
     outln!(
         "Re-cut on {shown_branch}, on top of {}:",
-        describe(&find(branch.head)?)
+        describe(&find(appended.old)?)
     );
     for id in &appended.commits {
         outln!("  {}", describe(&find(*id)?));
@@ -121,35 +94,13 @@ pub fn verify(repo: &CourseRepo) -> Result<()> {
     })
 }
 
-/// Why chapter `later` does not replay, and how to re-cut both chapters.
-pub fn conflict_message(
-    recut: ChapterId,
-    later: ChapterId,
-    checkpoint: &Checkpoint,
-    files: &[String],
-    target: &Tree<'_>,
-) -> String {
-    format!(
-        "chapter {later}'s layer does not replay onto the re-cut chapter {recut}: \
-         conflicts in {files}.\n\
-         Nothing was changed: no branch moved, the index and the work tree are as they were.\n\
-         To re-cut both chapters:\n  \
-         1. cargo xtask recut {recut} --only   (chapter {later} keeps its old checkpoint for now)\n  \
-         2. bring the work tree's learner world to chapter {later}'s end state and make it fit, e.g.\n       \
-            {restore}\n  \
-         3. cargo xtask recut {later}   (it starts from the new chapter {recut} and replays the chapters after it)",
-        files = files.join(", "),
-        restore = restore_command(&checkpoint.target.short, target),
-    )
-}
-
 /// The git command that brings the work tree's learner world to `tree`
 /// (of commit `short`): its top-level learner entries, restored without
 /// overlay, so files it lacks are removed.
 pub fn restore_command(short: &str, tree: &Tree<'_>) -> String {
     let paths: Vec<String> = tree
         .iter()
-        .filter(|entry| worlds::is_learner(entry.name_bytes()))
+        .filter(|entry| !worlds::is_tooling(entry.name_bytes()))
         .map(|entry| String::from_utf8_lossy(entry.name_bytes()).into_owned())
         .collect();
     format!("git restore --source={short} -- {}", paths.join(" "))
