@@ -21,7 +21,7 @@ use std::os::unix::process::CommandExt;
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
 use crate::learner_text as say;
 use crate::signals;
 
@@ -94,12 +94,11 @@ impl Invocation<'_> {
         let _section = signals::defer();
         signals::check()?;
         let mut child = self.spawn()?;
-        let mut group = Group(Some(child.id()));
+        let group = Group(Pid::from_child(&child));
         let stdout = Drain::start(child.stdout.take());
         let stderr = Drain::start(child.stderr.take());
-        let ended = wait(&child, self.timeout);
-        // The leader is not reaped yet, so its group id still names our group.
-        group.end();
+        let ended = wait(&child, self.timeout, true);
+        drop(group);
         let drained_by = Instant::now() + DRAIN_GRACE;
         let status = child.wait();
         let stdout = stdout.finish(drained_by);
@@ -166,11 +165,11 @@ impl Invocation<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        command.spawn().map_err(|error| {
+        command.spawn().map_err(error::io_said(|error| {
             let dir = self.dir.display().to_string();
             let why = if !self.dir.is_dir() {
                 say::run_folder_gone(&dir)
-            } else if error.kind() == std::io::ErrorKind::NotFound {
+            } else if error.kind() == io::ErrorKind::NotFound {
                 say::program_not_found(
                     &program.to_string_lossy(),
                     &format!(
@@ -182,23 +181,18 @@ impl Invocation<'_> {
             } else {
                 error.to_string()
             };
-            let message = say::cannot_run(&self.display(), &dir, &why);
-            if crate::error::is_environment(&error) {
-                Error::environment(message)
-            } else {
-                Error::bad_input(message)
-            }
-        })
+            say::cannot_run(&self.display(), &dir, &why)
+        }))
     }
 }
 
 /// Runs `command` to its end with stdin empty and stdout and stderr
-/// inherited, so its output shows as it comes (cargo building, then what it
-/// runs), with no time limit and in a process group of its own, like
-/// [`Invocation::run`]. A signal meanwhile is passed on to the group, which
-/// gets [`STOP_GRACE`] to end on its own (an xtask in it cleans up), before
-/// the group is killed and [`Error::interrupted`] returned. `what` names the
-/// command in messages.
+/// inherited (its output shows as it comes), with no time limit and in a
+/// process group of its own, like [`Invocation::run`]. A signal meanwhile is
+/// passed on to the group (SIGQUIT as SIGTERM: no core dumps), which gets
+/// [`STOP_GRACE`] to end on its own (an xtask in it cleans up) before it is
+/// killed and [`Error::interrupted`] returned. `what` names the command in
+/// messages.
 pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let _section = signals::defer();
     signals::check()?;
@@ -207,21 +201,17 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
         .process_group(0)
         .spawn()
         .map_err(|error| Error::bad_input(format!("cannot run {what}: {error}")))?;
-    let mut group = Group(Some(child.id()));
-    let ended = wait(&child, Duration::MAX);
+    let group = Group(Pid::from_child(&child));
+    let ended = wait(&child, Duration::MAX, true);
     if let Ok(Ended::Interrupted(signal)) = ended {
-        // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
-        match Signal::from_named_raw(signal) {
-            Some(Signal::QUIT) => group.signal(Signal::TERM),
-            Some(signal) => group.signal(signal),
-            None => {}
-        }
-        // Until the leader exits, whatever signal arrives; the rest of the
-        // group is killed below either way.
-        let _ = poll(&child, STOP_GRACE, false);
+        let signal = match Signal::from_named_raw(signal) {
+            Some(Signal::QUIT) | None => Signal::TERM,
+            Some(signal) => signal,
+        };
+        let _ = rustix::process::kill_process_group(group.0, signal);
+        let _ = wait(&child, STOP_GRACE, false);
     }
-    // The leader is not reaped yet, so its group id still names our group.
-    group.end();
+    drop(group);
     let status = child.wait();
     if let Ended::Interrupted(signal) = ended? {
         return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
@@ -267,24 +257,26 @@ pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
         .map(|line| line.trim().to_string())
 }
 
-/// Waits until the child exits (without reaping it), the timeout passes or
-/// a signal arrives.
-fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
-    poll(child, timeout, true)
-}
-
-/// [`wait`], heeding signals or not.
-fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
+/// Waits until the child exits, the timeout passes or (when `heed_signals`)
+/// a signal arrives. The child is not reaped (`WNOWAIT`): it stays a zombie,
+/// so its pid, and its process group's id, cannot be reused before the
+/// [`Group`] is killed.
+fn wait(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
-    // Short runs end soon after they exit: the pause doubles from 100 µs up
-    // to POLL, so a quick command is not rounded up to a whole POLL.
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    // The pause doubles from 100 µs up to POLL, so a quick command is not
+    // rounded up to a whole POLL.
     let mut pause = Duration::from_micros(100);
     loop {
-        let exited = has_exited(child.id()).map_err(|error| {
-            Error::bad_input(format!("cannot wait for process {}: {error}", child.id()))
-        })?;
-        if exited {
-            return Ok(Ended::Exited);
+        match rustix::process::waitid(WaitId::Pid(Pid::from_child(child)), options) {
+            Ok(Some(_)) => return Ok(Ended::Exited),
+            Ok(None) | Err(rustix::io::Errno::INTR) => {}
+            Err(errno) => {
+                return Err(Error::bad_input(format!(
+                    "cannot wait for process {}: {errno}",
+                    child.id()
+                )));
+            }
         }
         if let Some(signal) = signals::received().filter(|_| heed_signals) {
             return Ok(Ended::Interrupted(signal));
@@ -297,50 +289,14 @@ fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     }
 }
 
-/// True once process `pid` (our child) has exited; it stays a zombie, not
-/// reaped, so its pid (and process group id) cannot be reused yet.
-fn has_exited(pid: u32) -> io::Result<bool> {
-    let pid = pid_of(pid)?;
-    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-    match rustix::process::waitid(WaitId::Pid(pid), options) {
-        // `None` while the child runs (WNOHANG).
-        Ok(status) => Ok(status.is_some()),
-        Err(rustix::io::Errno::INTR) => Ok(false),
-        Err(errno) => Err(errno.into()),
-    }
-}
-
-/// A child's pid as rustix takes it.
-fn pid_of(pid: u32) -> io::Result<Pid> {
-    i32::try_from(pid)
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no such pid {pid}")))
-}
-
-/// The process group a child leads. [`Group::end`] kills it (SIGKILL)
-/// before the leader is reaped; dropping it unended (a panic) does the same.
-struct Group(Option<u32>);
-
-impl Group {
-    /// Sends `signal` to the group, leaving it to end on its own.
-    fn signal(&self, signal: Signal) {
-        if let Some(leader) = self.0.and_then(|leader| pid_of(leader).ok()) {
-            // Our own child's group, whose leader is not reaped yet; ESRCH
-            // (already gone) is fine.
-            let _ = rustix::process::kill_process_group(leader, signal);
-        }
-    }
-
-    fn end(&mut self) {
-        self.signal(Signal::KILL);
-        self.0 = None;
-    }
-}
+/// The process group a child leads, killed (SIGKILL) when this is dropped:
+/// drop it before the leader is reaped, while its id still names the group.
+struct Group(Pid);
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.end();
+        // ESRCH (already gone) is fine.
+        let _ = rustix::process::kill_process_group(self.0, Signal::KILL);
     }
 }
 
@@ -362,10 +318,7 @@ impl Drain {
                 loop {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
-                        Ok(n) => sink
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .push(&chunk[..n]),
+                        Ok(n) => lock(&sink).push(&chunk[..n]),
                         Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -381,14 +334,12 @@ impl Drain {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let kept = std::mem::take(
-            &mut *self
-                .kept
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        kept.into_text()
+        std::mem::take(&mut *lock(&self.kept)).into_text()
     }
+}
+
+fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
+    kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The first and the last [`KEEP`] bytes of a stream, and how many bytes
@@ -402,17 +353,10 @@ struct Kept {
 }
 
 impl Kept {
+    /// Keeps `bytes` (a read's chunk, much smaller than [`KEEP`]).
     fn push(&mut self, bytes: &[u8]) {
         let (head, rest) = bytes.split_at(bytes.len().min(KEEP - self.head.len()));
         self.head.extend_from_slice(head);
-        let rest = match rest.len().checked_sub(KEEP) {
-            Some(over) => {
-                self.left_out += (self.tail.len() + over) as u64;
-                self.tail.clear();
-                &rest[over..]
-            }
-            None => rest,
-        };
         self.tail.extend(rest);
         let over = self.tail.len().saturating_sub(KEEP);
         self.tail.drain(..over);
