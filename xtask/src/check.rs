@@ -193,7 +193,7 @@ impl cli::Check {
     }
 
     fn check(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<Position> {
-        let mut position = position(repo, manifest, lab, self.timeout())?;
+        let mut position = position(repo, manifest, lab, self.limit.duration())?;
         if self.json && self.verbose {
             position.cargo_output = Some(position.output.clone());
         }

@@ -13,10 +13,6 @@ use crate::learner_text::Audience;
 use crate::learner_text::help;
 use crate::manifest::ChapterId;
 
-/// Seconds one run may take before its process tree is stopped, unless
-/// `--timeout` says otherwise.
-pub use crate::runner::DEFAULT_TIMEOUT_SECS;
-
 #[derive(Debug, Parser)]
 #[command(
     name = "xtask",
@@ -96,7 +92,7 @@ pub struct Timeout {
     #[arg(
         long = "timeout",
         value_name = "SECONDS",
-        default_value_t = DEFAULT_TIMEOUT_SECS,
+        default_value_t = crate::runner::DEFAULT_TIMEOUT_SECS,
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub secs: u64,
@@ -225,20 +221,6 @@ pub struct Recut {
     /// Skip the final `verify`.
     #[arg(long)]
     pub no_verify: bool,
-}
-
-impl Verify {
-    /// How long one run may take before its process tree is stopped.
-    pub fn timeout(&self) -> Duration {
-        self.limit.duration()
-    }
-}
-
-impl Check {
-    /// How long one run may take before its process tree is stopped.
-    pub fn timeout(&self) -> Duration {
-        self.limit.duration()
-    }
 }
 
 /// What `bench` measures, by the names `--only` takes.

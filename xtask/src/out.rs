@@ -1,14 +1,12 @@
 //! Writing to stdout without panicking, and without losing the verdict.
 //!
-//! `println!` panics when stdout is closed (`xtask list | head`) or full
-//! (`xtask list > /dev/full`): Rust ignores SIGPIPE, so the write fails and
-//! the macro turns that into a panic (exit 101). Commands print through
-//! [`outln!`] and [`out!`] instead, which return nothing: a failed write
-//! never ends the command. The first failure is remembered, nothing more is
-//! written, and the command goes on to its verdict, which is its exit
-//! status (`check … | true` still exits 1 on red work). `main` then says in
-//! one line on stderr that a full or broken stdout lost the report
-//! ([`report_lost_output`]); a pipe closed by its reader needs no word.
+//! `println!` panics (exit 101) when stdout is closed (`xtask list | head`)
+//! or full (`> /dev/full`). Commands print through [`outln!`] and [`out!`]
+//! instead: the first failure is remembered, nothing more is written, and
+//! the command goes on to its verdict, its exit status (`check … | true`
+//! still exits 1 on red work). `main` then says in one line on stderr that a
+//! full stdout lost the report ([`report_lost_output`]); a pipe closed by
+//! its reader needs no word.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -17,8 +15,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Like `println!`, but never panics and never ends the command (see the
-/// module doc).
+/// Like `println!`, but never panics and never ends the command.
 macro_rules! outln {
     () => {
         $crate::out::write(format_args!("\n"))
@@ -55,7 +52,7 @@ pub fn json(value: &impl serde::Serialize) {
 static STDOUT_FAILED: OnceLock<io::Error> = OnceLock::new();
 
 /// Runs `write` on stdout unless an earlier write failed; a failure is
-/// remembered, never returned: the command goes on to its verdict.
+/// remembered, never returned.
 fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
     if STDOUT_FAILED.get().is_none()
         && let Err(error) = write(&mut io::stdout().lock())
@@ -188,22 +185,20 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     if !text.chars().any(hidden) {
         return Cow::Borrowed(text);
     }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if hidden(c) {
-            shown.extend(c.escape_debug());
-        } else {
-            shown.push(c);
-        }
-    }
-    Cow::Owned(shown)
+    let escape = |c: char| match hidden(c) {
+        true => c.escape_debug().to_string(),
+        false => c.to_string(),
+    };
+    Cow::Owned(text.chars().map(escape).collect())
 }
 
 /// [`escape_control`] line by line: a multi-line report keeps its line
 /// breaks, and nothing else it holds can move the cursor.
 pub fn escape_control_lines(text: &str) -> String {
-    let lines: Vec<Cow<'_, str>> = text.split('\n').map(escape_control).collect();
-    lines.join("\n")
+    text.split('\n')
+        .map(escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -17,32 +17,22 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
             .trim_end()
             .to_string();
     }
-    let text = |kind| match error.get(kind) {
-        Some(ContextValue::String(value)) => value.clone(),
-        Some(ContextValue::Strings(values)) => values.join("、"),
-        Some(other) => other.to_string(),
-        None => String::new(),
+    let strings = |kind| match error.get(kind) {
+        Some(ContextValue::String(value)) => vec![value.clone()],
+        Some(ContextValue::Strings(values)) => values.clone(),
+        Some(other) => vec![other.to_string()],
+        None => Vec::new(),
     };
+    let text = |kind| strings(kind).join("、");
     let arg = text(ContextKind::InvalidArg);
     let value = text(ContextKind::InvalidValue);
-    let whose = command.map_or_else(|| "cargo xtask".to_string(), str::to_string);
+    let whose = command.unwrap_or("cargo xtask");
     let what = match error.kind() {
         ErrorKind::InvalidSubcommand => {
             let typed = text(ContextKind::InvalidSubcommand);
-            let suggested: Vec<String> = match error.get(ContextKind::SuggestedSubcommand) {
-                Some(ContextValue::String(value)) => vec![format!("`{value}`")],
-                Some(ContextValue::Strings(values)) => {
-                    values.iter().map(|value| format!("`{value}`")).collect()
-                }
-                _ => Vec::new(),
-            };
-            if suggested.is_empty() {
-                format!("没有 `{typed}` 这个命令")
-            } else {
-                format!(
-                    "没有 `{typed}` 这个命令，你想写的也许是 {}",
-                    suggested.join(" 或 ")
-                )
+            match strings(ContextKind::SuggestedSubcommand).join("` 或 `") {
+                suggested if suggested.is_empty() => format!("没有 `{typed}` 这个命令"),
+                suggested => format!("没有 `{typed}` 这个命令，你想写的也许是 `{suggested}`"),
             }
         }
         ErrorKind::MissingSubcommand => "缺少命令".to_string(),
@@ -63,11 +53,8 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
         ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
         _ => format!("{whose} 的参数不对"),
     };
-    let full = match command {
-        Some(command) => format!("cargo xtask {command} --help"),
-        None => "cargo xtask --help".to_string(),
-    };
-    format!("{what}\n\n用法：{usage}\n完整说明：{full}")
+    let full = command.map_or_else(String::new, |command| format!(" {command}"));
+    format!("{what}\n\n用法：{usage}\n完整说明：cargo xtask{full} --help")
 }
 
 /// Why `value` does not fit the argument `arg` (`<ID>`, `--level <LEVEL>`, …).
