@@ -286,33 +286,6 @@ impl Manifest {
     }
 }
 
-/// Explains serde's "unknown field" error with the closest key it knows.
-pub fn closest_key_hint(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let (unknown, rest) = rest.split_once('`')?;
-    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
-    let closest = known.iter().min_by_key(|key| edit_distance(unknown, key))?;
-    Some(format!(
-        "unknown key `{unknown}`: did you mean `{closest}`?"
-    ))
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
-}
-
 /// A relative path that stays inside the repository (no `..`, not absolute).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
@@ -375,17 +348,17 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_key_names_the_closest_known_one() {
+    fn an_unknown_key_is_an_error_naming_the_known_ones() {
         let error = serde_json::from_str::<Manifest>(
             r#"{"id":"03","title":"t","focusedTest":"a","teachingFiles":[],"run":["x"],"expectedTest":4}"#,
         )
-        .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `expectedTest`: did you mean `expectedTests`?")
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("unknown field `expectedTest`, expected one of")
+                && error.contains("`expectedTests`"),
+            "{error}"
         );
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
     }
 
     #[test]
@@ -477,9 +450,9 @@ mod tests {
             {"id": "1", "expectedTests": 1, "testfile": "a"}
         ))
         .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `testfile`: did you mean `testFile`?")
+        assert!(
+            error.to_string().contains("unknown field `testfile`"),
+            "{error}"
         );
     }
 
@@ -557,9 +530,9 @@ mod tests {
             "labfile": ["Cargo.lock"]
         }))
         .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `labfile`: did you mean `labFiles`?")
+        assert!(
+            error.to_string().contains("unknown field `labfile`"),
+            "{error}"
         );
         let error = serde_json::from_value::<Manifest>(serde_json::json!({
             "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],
