@@ -1,8 +1,6 @@
-//! Every command and flag of `cargo xtask`, in one place. An author
-//! command's help is its struct's doc comment (English); a learner
-//! command's is named from [`crate::learner_text::help`] (Chinese), as is
-//! the top level's, which learners read. The author commands are named in
-//! [`audience_of`].
+//! Every command and flag of `cargo xtask`. An author command's help is its
+//! doc comment (English); a learner command's and the top level's come from
+//! [`crate::learner_text::help`] (Chinese).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,17 +42,13 @@ pub enum Command {
 pub fn command_for(audience: Audience) -> clap::Command {
     let command = Cli::command();
     match audience {
-        Audience::Learner => {
-            help::for_learner(command, |name| audience_of(name) == Audience::Learner)
-        }
+        Audience::Learner => help::for_learner(command),
         Audience::Author => command,
     }
 }
 
-/// Who the subcommand `name` speaks to: the author commands speak English;
-/// the learner commands, the top level (no command, `--help`) and a
-/// mistyped command speak the course's language, since a learner may type
-/// them.
+/// Who the subcommand `name` speaks to: the author commands English; the
+/// rest (the top level and a mistyped command too) the course's language.
 pub fn audience_of(name: &str) -> Audience {
     match name {
         "list" | "verify" | "bench" | "recut" => Audience::Author,
@@ -84,8 +78,6 @@ pub fn usage(audience: Audience, name: &str) -> String {
         .to_string()
 }
 
-/// How long one run may take: `--timeout`, shared by the commands that run
-/// a chapter's tests.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Timeout {
     /// Seconds one run may take before its whole process tree is stopped.
@@ -99,7 +91,6 @@ pub struct Timeout {
 }
 
 impl Timeout {
-    /// The limit as a duration.
     pub fn duration(self) -> Duration {
         Duration::from_secs(self.secs)
     }

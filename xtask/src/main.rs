@@ -43,12 +43,9 @@ use crate::learner_text::{self as say, Audience};
 use crate::out::out;
 use crate::repo::CourseRepo;
 
-/// The one place where a command's outcome becomes the exit status (after
-/// ripgrep's `main`): 0 on success, else the error's code (1 a check
-/// failed, 2 bad input, 3 the environment failed, 128+n a signal), the
-/// error itself one line on stderr. What happened to stdout changes no
-/// code: a pipe its reader closed is no failure, and a full one (or one
-/// over `ulimit -f`) loses the report, said in one line on stderr.
+/// The one place where a command's outcome becomes the exit status: 0 on
+/// success, else the error's code, the error one line on stderr. What
+/// happened to stdout (closed, full, over `ulimit -f`) changes no code.
 fn main() -> ExitCode {
     signals::install();
     // Who reads is known before parsing, so argument errors speak the
@@ -96,10 +93,9 @@ fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    // Reads trust the object database as git itself does: re-hashing every
-    // object read made practice and locate markedly slower than git. Each
-    // object is read once, so libgit2's object cache only costs. Both are
-    // process-wide options, set before any repository opens.
+    // Reads trust the object database as git does (re-hashing every object
+    // made practice and locate markedly slower), and each object is read
+    // once, so libgit2's cache only costs. Set before any repository opens.
     git2::opts::strict_hash_verification(false);
     git2::opts::enable_caching(false);
     let here = std::env::current_dir()

@@ -32,8 +32,7 @@ macro_rules! out {
     };
 }
 
-/// Like `eprintln!` for progress and notes, but never panics: a closed or
-/// full stderr loses the note, nothing else.
+/// Like `eprintln!`, but a closed or full stderr loses the note, no panic.
 macro_rules! noteln {
     ($($arg:tt)*) => {
         $crate::out::note(format_args!($($arg)*))
@@ -61,15 +60,14 @@ fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>)
     }
 }
 
-/// True once a write to stdout failed (closed by its reader, or full): for
-/// a loop that only prints (`check --watch`) to stop.
+/// True once a write to stdout failed: for a loop that only prints
+/// (`check --watch`) to stop.
 pub fn stdout_failed() -> bool {
     STDOUT_FAILED.get().is_some()
 }
 
-/// True when standard output is a pipe whose reader has gone (`check
-/// --watch | head -1` after head printed its line): a loop that only
-/// prints can stop without waiting for its next write to fail.
+/// True when stdout is a pipe whose reader has gone (`check --watch | head
+/// -1`): a loop that only prints stops without waiting for a write to fail.
 pub fn stdout_reader_gone() -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let stdout = io::stdout();
@@ -97,11 +95,7 @@ pub fn write(args: fmt::Arguments<'_>) {
 
 /// Writes `args` and a newline to stdout.
 pub fn write_line(args: fmt::Arguments<'_>) {
-    to_stdout(|stdout| {
-        stdout
-            .write_fmt(args)
-            .and_then(|()| stdout.write_all(b"\n"))
-    });
+    write(format_args!("{args}\n"));
 }
 
 /// Flushes stdout (e.g. after [`out!`] without a newline).
@@ -111,8 +105,7 @@ pub fn flush() {
 
 /// Flushes stdout and, when a full or broken stdout lost the report, says
 /// so in one line on stderr, unless the command said it already
-/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict:
-/// a lost report changes no exit status.
+/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict.
 pub fn report_lost_output() {
     flush();
     if let Some(error) = stdout_lost()
@@ -126,7 +119,6 @@ pub fn report_lost_output() {
     }
 }
 
-/// Set once a command has said itself that its report was lost.
 static LOSS_REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Tells [`report_lost_output`] the command already said, in its own
@@ -138,10 +130,7 @@ pub fn stdout_loss_reported() {
 /// A line on stderr. A closed stderr is ignored: there is nowhere left to
 /// report it.
 pub fn note(args: fmt::Arguments<'_>) {
-    let mut stderr = io::stderr().lock();
-    let _ = stderr
-        .write_fmt(args)
-        .and_then(|()| stderr.write_all(b"\n"));
+    let _ = writeln!(io::stderr(), "{args}");
 }
 
 /// `word` as one shell word: unchanged when it is made of characters no

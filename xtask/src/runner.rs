@@ -1,11 +1,9 @@
 //! Running a chapter's focused command in a folder and capturing its output.
 //!
-//! Every child runs in a process group of its own, and the whole group is
-//! killed when the run ends: on a timeout, on SIGINT, SIGTERM, SIGHUP or
-//! SIGQUIT, and after a normal exit (a test's leftover background process
-//! included). So a `loop {}` in a learner's test never survives its run, and
-//! a grandchild holding the output pipes open cannot hang xtask.
-//! [`run_live`] runs a command the same way with its output shown live.
+//! Every child runs in a process group of its own, killed when the run ends
+//! (a timeout, a signal, a normal exit with a leftover background process):
+//! a `loop {}` in a learner's test never survives its run, and a grandchild
+//! holding the output pipes open cannot hang xtask.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -29,43 +27,37 @@ use crate::signals;
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
-    /// stderr (cargo's compiler messages) followed by stdout (the test report),
-    /// each bounded (see [`Invocation::run`]).
+    /// stderr (cargo's compiler messages) followed by stdout (the test
+    /// report), each bounded (see [`Invocation::run`]).
     pub output: String,
-    /// stdout alone, for commands that print data; bounded too.
     pub stdout: String,
     pub timed_out: bool,
 }
 
 /// What to run and where.
 pub struct Invocation<'a> {
-    /// The manifest's `run` command.
+    /// The manifest's `run` command, and extra arguments (a test filter).
     pub command: &'a [String],
-    /// Extra arguments, e.g. a test-name filter.
     pub extra: &'a [String],
     pub dir: &'a Path,
-    /// The cargo target folder of this run, always set (`CARGO_TARGET_DIR`):
-    /// never the caller's, so no other build's test binary can answer for
-    /// this folder. A relative path is taken from the current directory.
+    /// The cargo target folder of this run (`CARGO_TARGET_DIR`), never the
+    /// caller's: no other build's test binary can answer for this folder.
     pub target_dir: &'a Path,
     pub timeout: Duration,
 }
 
-/// The time limit of a run when none is given (`--timeout`), in seconds.
+/// The time limit of a run when none is given (`--timeout`).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
-/// [`DEFAULT_TIMEOUT_SECS`] as a duration.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_TIMEOUT_SECS);
 
 /// How often the wait loop looks at the child, the clock and the signals.
 const POLL: Duration = Duration::from_millis(20);
-/// How long to wait, in all, for the output pipes to close once the group
-/// is killed. Only a process that left the group (`setsid`) can still hold
-/// them then, and nothing can end it; what it writes later is not waited for.
+/// How long to wait for the output pipes to close once the group is killed:
+/// only a process that left the group (`setsid`) can still hold them.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How much of each output stream is kept at its start, and again at its end.
 const KEEP: usize = 4 << 20;
-/// How long a group [`run_live`] passed a signal on to may take to end on
-/// its own before it is killed.
+/// How long a group [`run_live`] passed a signal on to may take to end.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How the wait ended.
@@ -86,8 +78,7 @@ impl Invocation<'_> {
             .join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout). A signal (SIGINT,
-    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and
+    /// Runs the command to completion (or to its timeout); a signal meanwhile
     /// returns [`Error::interrupted`]. Each output stream keeps its first and
     /// last [`KEEP`] bytes, with a line saying how many were left out between.
     pub fn run(&self) -> Result<Captured> {
@@ -136,8 +127,6 @@ impl Invocation<'_> {
         })
     }
 
-    /// Starts the command in a process group of its own, stdin empty and
-    /// both outputs piped, building in the absolute target folder.
     fn spawn(&self) -> Result<Child> {
         let (program, args) = self
             .command
@@ -186,13 +175,10 @@ impl Invocation<'_> {
     }
 }
 
-/// Runs `command` to its end with stdin empty and stdout and stderr
-/// inherited (its output shows as it comes), with no time limit and in a
-/// process group of its own, like [`Invocation::run`]. A signal meanwhile is
-/// passed on to the group (SIGQUIT as SIGTERM: no core dumps), which gets
-/// [`STOP_GRACE`] to end on its own (an xtask in it cleans up) before it is
-/// killed and [`Error::interrupted`] returned. `what` names the command in
-/// messages.
+/// Runs `command` to its end, its output shown as it comes, with no time
+/// limit, in a process group of its own. A signal meanwhile is passed on to
+/// the group (SIGQUIT as SIGTERM: no core dumps), which gets [`STOP_GRACE`]
+/// to end on its own (an xtask in it cleans up) before it is killed.
 pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let _section = signals::defer();
     signals::check()?;
@@ -224,11 +210,9 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     }
 }
 
-/// Why a child that failed failed because of the machine, not the input:
-/// it was killed by a signal no user sent (SIGINT, from a terminal's
-/// Ctrl-C, is the user's; the kernel's SIGKILL or SIGXFSZ are not), or its
-/// own error output (`stderr`, cargo's and rustc's, never a test's report)
-/// names an operating-system failure of the machine.
+/// Why a failed child failed because of the machine, not the input: killed
+/// by a signal no user sent (SIGINT is the user's), or its `stderr` (cargo's
+/// and rustc's, never a test's report) names an OS failure.
 pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
     use std::os::unix::process::ExitStatusExt;
     if let Some(signal) = status.signal().filter(|signal| *signal != libc::SIGINT) {
@@ -264,8 +248,7 @@ pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
 fn wait(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
     let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-    // The pause doubles from 100 µs up to POLL, so a quick command is not
-    // rounded up to a whole POLL.
+    // Doubling from 100 µs: a quick command is not rounded up to a POLL.
     let mut pause = Duration::from_micros(100);
     loop {
         match rustix::process::waitid(WaitId::Pid(Pid::from_child(child)), options) {
@@ -301,7 +284,7 @@ impl Drop for Group {
 }
 
 /// Reads a pipe to its end on a thread of its own, keeping a bounded part
-/// of what it reads ([`Kept`]), so endless output costs no more memory.
+/// of what it reads ([`Kept`]).
 struct Drain {
     kept: Arc<Mutex<Kept>>,
     done: mpsc::Receiver<()>,

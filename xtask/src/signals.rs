@@ -5,11 +5,10 @@
 //! would by default: there is nothing to clean up. Inside one (a child
 //! process runs, a practice folder is half written, a fault is applied) the
 //! handler only records the signal. The section's code notices it
-//! ([`check`], [`interrupted`]), stops its children, removes what it made and
+//! ([`check`], [`received`]), stops its children, removes what it made and
 //! returns [`Error::interrupted`]; when the last section ends, the process
 //! exits with 128 + the signal, as a shell reports it.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use libc::c_int;
@@ -72,18 +71,10 @@ pub fn received() -> Option<i32> {
     }
 }
 
-/// True once one of the [`HANDLED`] signals arrived.
-pub fn interrupted() -> bool {
-    received().is_some()
-}
-
 /// `Err(Error::interrupted(..))` once a signal arrived: for every loop of a
 /// [`Deferred`] section.
 pub fn check() -> Result<()> {
-    match received() {
-        Some(signal) => Err(Error::interrupted(signal)),
-        None => Ok(()),
-    }
+    received().map_or(Ok(()), |signal| Err(Error::interrupted(signal)))
 }
 
 /// Ends the process now with 128 + the signal if one arrived, after a line
@@ -93,7 +84,7 @@ pub fn exit_if_interrupted() {
     if let Some(signal) = received() {
         let error = Error::interrupted(signal);
         let prefix = crate::learner_text::basic::error_prefix();
-        let _ = writeln!(std::io::stderr(), "{prefix}{error}");
+        crate::out::note(format_args!("{prefix}{error}"));
         std::process::exit(i32::from(error.exit_code()))
     }
 }

@@ -56,14 +56,14 @@ impl Watcher {
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
         while !self.changed() {
             let late = deadline.is_some_and(|deadline| Instant::now() >= deadline);
-            if late || signals::interrupted() || crate::out::stdout_reader_gone() {
+            if late || signals::received().is_some() || crate::out::stdout_reader_gone() {
                 return false;
             }
             thread::sleep(poll);
         }
         let mut last_change = Instant::now();
         loop {
-            if signals::interrupted() {
+            if signals::received().is_some() {
                 return false;
             }
             thread::sleep(poll.min(quiet));

@@ -27,7 +27,8 @@ pub const ANYWAY: &str = "本章还没完成也要对照";
 /// `--timeout`, which learner and author commands share: its learner text.
 const TIMEOUT: &str = "一次运行最多多少秒；超时就结束它启动的整个进程树";
 
-/// The author commands' entries in the top-level list, by name.
+/// The author commands (`cli::audience_of`) and their entries in the
+/// learner's top-level list; every other command is a learner's.
 const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     (
         "list",
@@ -52,46 +53,37 @@ const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcomma
 /// `command` (the whole command line) as a learner reads it: Chinese
 /// headings and help flags, the author commands marked in the top-level
 /// list, a default value said in Chinese.
-pub fn for_learner(command: Command, is_learner: impl Fn(&str) -> bool) -> Command {
-    let names: Vec<String> = command
-        .get_subcommands()
-        .map(|subcommand| subcommand.get_name().to_string())
-        .collect();
-    let mut command = command
+pub fn for_learner(command: Command) -> Command {
+    let version = Arg::new("version")
+        .short('V')
+        .long("version")
+        .action(ArgAction::Version)
+        .help("显示版本");
+    command
         .help_template(ROOT_TEMPLATE)
         .subcommand_value_name("命令")
         .disable_help_flag(true)
         .arg(help_flag())
         .disable_version_flag(true)
-        .arg(
-            Arg::new("version")
-                .short('V')
-                .long("version")
-                .action(ArgAction::Version)
-                .help("显示版本"),
-        );
-    for name in names.iter().filter(|name| is_learner(name)) {
-        command = command.mut_subcommand(name, |subcommand| {
-            let ids: Vec<String> = subcommand
-                .get_arguments()
-                .map(|arg| arg.get_id().to_string())
-                .collect();
-            let subcommand = ids.iter().fold(subcommand, |subcommand, id| {
-                subcommand.mut_arg(id, |arg| {
-                    let arg = if id == "secs" { arg.help(TIMEOUT) } else { arg };
+        .arg(version)
+        .mut_subcommands(|subcommand| {
+            let name = subcommand.get_name();
+            if let Some((_, entry)) = AUTHOR_ENTRIES.iter().find(|(author, _)| *author == name) {
+                return subcommand.about(*entry);
+            }
+            subcommand
+                .mut_args(|arg| {
+                    let arg = if arg.get_id() == "secs" {
+                        arg.help(TIMEOUT)
+                    } else {
+                        arg
+                    };
                     default_in_chinese(arg)
                 })
-            });
-            subcommand
                 .help_template(TEMPLATE)
                 .disable_help_flag(true)
                 .arg(help_flag())
-        });
-    }
-    for (name, entry) in AUTHOR_ENTRIES {
-        command = command.mut_subcommand(name, |subcommand| subcommand.about(entry));
-    }
-    command
+        })
 }
 
 fn help_flag() -> Arg {
