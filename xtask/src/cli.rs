@@ -15,7 +15,6 @@ use crate::manifest::ChapterId;
 #[command(
     name = "xtask",
     bin_name = "cargo xtask",
-    version,
     about = help::ROOT,
     disable_help_subcommand = true
 )]

@@ -67,8 +67,7 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The command line, or `None` once the help or version it asked for is
-/// printed (to stdout, like every report). What clap found wrong is bad
+/// The command line, or `None` once the help it asked for is printed (to stdout, like every report). What clap found wrong is bad
 /// input (exit 2), said in the command's language.
 fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
     let parsed = cli::command_for(audience)
@@ -76,7 +75,7 @@ fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
         .and_then(|matches| Cli::from_arg_matches(&matches));
     match parsed {
         Ok(cli) => Ok(Some(cli)),
-        // `--help`, `--version`, and no command at all: the help.
+        // `--help`, and no command at all: the help.
         Err(error)
             if !error.use_stderr()
                 || error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>

@@ -33,9 +33,10 @@ impl FromStr for ChapterId {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let valid = !text.is_empty() && text.len() <= 2 && text.bytes().all(|b| b.is_ascii_digit());
-        match text.parse::<u8>() {
-            Ok(number) if valid => Ok(ChapterId(number)),
+        match text.parse() {
+            Ok(number) if text.len() <= 2 && text.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(ChapterId(number))
+            }
             _ => Err(format!(
                 "`{text}` is not a chapter id: use one or two digits, e.g. 03"
             )),
@@ -56,9 +57,8 @@ impl ChapterId {
     }
 }
 
-/// A chapter's manifest, as authored in `checkpoint.json`. A key the schema
-/// doesn't know is an error (a misspelt `expectedTest` must not silently
-/// switch a proof off).
+/// A chapter's manifest, as authored in `checkpoint.json`. An unknown key is
+/// an error: a misspelt `expectedTest` must not switch a proof off.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
@@ -98,13 +98,9 @@ pub enum Mode {
     Observe,
 }
 
-/// One step of the chapter: a test-name filter and how many tests it selects.
-/// A step may run several filters (the same id twice, as 3.1 does).
-///
-/// A step may also bring a test file of its own (`testFile`, copied from the
-/// target into the lab beside the focused test) with the command that runs it
-/// (`run`); chapter 03's wire step is one. Without them, the step filters the
-/// focused test's run.
+/// One step of the chapter: a test-name filter and how many tests it selects
+/// (the same id twice runs two filters). Without a `testFile` and `run` of
+/// its own, the step filters the focused test's run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
@@ -116,10 +112,9 @@ pub struct Step {
     #[serde(default)]
     pub filter: String,
     pub expected_tests: usize,
-    /// A test file of the step's own, copied from the target into the lab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_file: Option<RepoPath>,
-    /// The command that runs the step's tests; required with `testFile`.
+    /// Required with `testFile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Vec<String>>,
 }
@@ -130,8 +125,7 @@ impl Step {
         self.run.as_deref().unwrap_or(&manifest.run)
     }
 
-    /// The step's id as messages show it: quoted when it has spaces at
-    /// either end, is empty, or holds a control character ([`shown`]).
+    /// The step's id as messages show it ([`shown`]).
     pub fn shown_id(&self) -> Cow<'_, str> {
         shown(&self.id)
     }
@@ -176,8 +170,8 @@ impl Fault {
 }
 
 impl Manifest {
-    /// The test files a lab gets from the target: the focused test, then each
-    /// step's own test file, in the manifest's order.
+    /// The test files a lab gets from the target: the focused test, then the
+    /// steps' own.
     pub fn lab_tests(&self) -> Vec<&RepoPath> {
         let mut tests = vec![&self.focused_test];
         for step in &self.steps {
@@ -202,8 +196,7 @@ impl Manifest {
         files
     }
 
-    /// The distinct commands a lab runs: the chapter's `run`, then each
-    /// step's own.
+    /// The distinct commands a lab runs: the chapter's `run`, then the steps'.
     pub fn runs(&self) -> Vec<&[String]> {
         let mut runs: Vec<&[String]> = vec![&self.run];
         for step in &self.steps {
@@ -292,12 +285,10 @@ impl Manifest {
 pub struct RepoPath(String);
 
 impl RepoPath {
-    /// The path as written, with `/` separators.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// The path below `root`.
     pub fn under(&self, root: &Path) -> PathBuf {
         root.join(&self.0)
     }

@@ -46,11 +46,6 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
                 format!("{whose} 不认识参数 `{arg}`，你想写的也许是 `{suggested}`")
             }
         }
-        ErrorKind::NoEquals | ErrorKind::WrongNumberOfValues | ErrorKind::TooManyValues => {
-            format!("参数 {arg} 的值个数不对")
-        }
-        ErrorKind::ArgumentConflict => format!("参数 {arg} 不能和前面的参数一起用"),
-        ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
         _ => format!("{whose} 的参数不对"),
     };
     let full = command.map_or_else(String::new, |command| format!(" {command}"));

@@ -1,8 +1,7 @@
-//! The help a learner reads, in the course's language. `cli.rs` names these
-//! texts in its attributes, so each flag's help is written once, here: the
-//! learner commands' and the top level's. [`for_learner`] lays the help out
-//! with Chinese headings and, in the top-level list, marks the author
-//! commands (whose own `--help` stays English, for authors) as theirs.
+//! The help a learner reads, in the course's language: `cli.rs` names these
+//! texts in its attributes, so each flag's help is written once, here.
+//! [`for_learner`] lays the help out with Chinese headings and marks the
+//! author commands (whose own `--help` stays English) in the top-level list.
 
 use clap::{Arg, ArgAction, Command};
 
@@ -54,18 +53,11 @@ const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcomma
 /// headings and help flags, the author commands marked in the top-level
 /// list, a default value said in Chinese.
 pub fn for_learner(command: Command) -> Command {
-    let version = Arg::new("version")
-        .short('V')
-        .long("version")
-        .action(ArgAction::Version)
-        .help("显示版本");
     command
         .help_template(ROOT_TEMPLATE)
         .subcommand_value_name("命令")
         .disable_help_flag(true)
         .arg(help_flag())
-        .disable_version_flag(true)
-        .arg(version)
         .mut_subcommands(|subcommand| {
             let name = subcommand.get_name();
             if let Some((_, entry)) = AUTHOR_ENTRIES.iter().find(|(author, _)| *author == name) {
