@@ -91,22 +91,14 @@ impl Invocation<'_> {
         let ended = wait(&child, self.timeout, true);
         drop(group);
         let drained_by = Instant::now() + DRAIN_GRACE;
-        let status = child.wait();
+        let waited = error::io(format!("cannot wait for `{}`", self.display()));
+        let status = child.wait().map_err(waited)?;
         let stdout = stdout.finish(drained_by);
         let mut output = stderr.finish(drained_by);
-        let status = status.map_err(|error| {
-            Error::bad_input(format!("cannot wait for `{}`: {error}", self.display()))
-        })?;
         let timed_out = match ended? {
             Ended::Exited => false,
             Ended::TimedOut => true,
-            Ended::Interrupted(signal) => {
-                return Err(Error::interrupted(signal).context(format!(
-                    "`{}` in {} was stopped",
-                    self.display(),
-                    self.dir.display()
-                )));
-            }
+            Ended::Interrupted(signal) => return Err(Error::interrupted(signal)),
         };
         if !status.success()
             && !timed_out
@@ -136,12 +128,10 @@ impl Invocation<'_> {
             ("cargo", Some(cargo)) => cargo,
             _ => program.into(),
         };
-        let target_dir = std::path::absolute(self.target_dir).map_err(|error| {
-            Error::bad_input(format!(
-                "cannot resolve the target folder {}: {error}",
-                self.target_dir.display()
-            ))
-        })?;
+        let target_dir = std::path::absolute(self.target_dir).map_err(error::io(format!(
+            "cannot resolve the target folder {}",
+            self.target_dir.display()
+        )))?;
         let mut command = Command::new(&program);
         command
             .args(args)
@@ -198,12 +188,12 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
         let _ = wait(&child, STOP_GRACE, false);
     }
     drop(group);
-    let status = child.wait();
+    let status = child
+        .wait()
+        .map_err(error::io(format!("cannot wait for {what}")))?;
     if let Ended::Interrupted(signal) = ended? {
-        return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
+        return Err(Error::interrupted(signal));
     }
-    let status =
-        status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))?;
     match environment_failure(status, "") {
         Some(why) => Err(Error::environment(format!("{what} failed: {why}"))),
         None => Ok(status),
