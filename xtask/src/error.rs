@@ -13,7 +13,6 @@ pub struct Error {
     message: String,
 }
 
-/// The result of every fallible step of a command.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -45,7 +44,6 @@ impl Error {
         Error::new(code, crate::learner_text::basic::interrupted(signal))
     }
 
-    /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         self.code
     }
@@ -64,9 +62,8 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Git errors the tool can't recover from; the message says which operation failed.
-/// An error of the operating system under libgit2 (a file it could not
-/// write: permissions, a full disk) is the environment's (exit 3).
+/// Git errors, naming the operation; an error of the operating system under
+/// libgit2 (permissions, a full disk) is the environment's (exit 3).
 pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
     move |error| {
         let message = format!("{what}: {}", error.message());

@@ -1,13 +1,11 @@
 //! SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
 //! (Ctrl-\), handled so that nothing is left behind.
 //!
-//! Outside a [`Deferred`] section a signal ends the process at once, as it
-//! would by default: there is nothing to clean up. Inside one (a child
-//! process runs, a practice folder is half written, a fault is applied) the
-//! handler only records the signal. The section's code notices it
-//! ([`check`], [`received`]), stops its children, removes what it made and
-//! returns [`Error::interrupted`]; when the last section ends, the process
-//! exits with 128 + the signal, as a shell reports it.
+//! Outside a [`Deferred`] section a signal ends the process at once: there
+//! is nothing to clean up. Inside one (a child runs, a practice folder is
+//! half written, a fault is applied) the handler only records it; the code
+//! notices ([`check`]), stops its children, removes what it made, and when
+//! the last section ends the process exits with 128 + the signal.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
@@ -21,7 +19,6 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// How many [`Deferred`] sections are open.
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// The signals that ask the process to stop.
 const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
 /// Installs the handlers for the [`HANDLED`] signals; call once, first thing
@@ -95,7 +92,6 @@ pub fn exit_if_interrupted() {
 #[must_use = "the section ends when this value is dropped"]
 pub struct Deferred(());
 
-/// Opens a [`Deferred`] section.
 pub fn defer() -> Deferred {
     SECTIONS.fetch_add(1, Ordering::SeqCst);
     Deferred(())

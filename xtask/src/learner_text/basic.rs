@@ -1,18 +1,13 @@
-//! Who reads (the audience `main` sets once) and the sentences raised by the
-//! tool's bottom modules: `error` (an interrupt), `signals`, `repo` and
-//! `locate`. This module imports nothing of the crate, so those modules can
-//! speak the learner's language without depending on anything above them.
+//! Who reads (the audience `main` sets once) and the sentences of the bottom
+//! modules (`error`, `signals`, `out`, `repo`, `locate`); it imports nothing
+//! of the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-// --- Who reads ---
-
-/// Who a command speaks to.
+/// Who a command speaks to: a learner in Chinese, an author in English.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Audience {
-    /// A learner command: Chinese.
     Learner,
-    /// An author command: English.
     Author,
 }
 
@@ -23,7 +18,6 @@ pub fn set_audience(audience: Audience) {
     LEARNER.store(audience == Audience::Learner, Ordering::Relaxed);
 }
 
-/// True when this process runs a learner command.
 pub fn for_learner() -> bool {
     LEARNER.load(Ordering::Relaxed)
 }
@@ -156,8 +150,7 @@ pub fn target_is_root(id: &str, short: &str) -> String {
     )
 }
 
-/// The run was stopped by `signal`. `error.rs` (`Error::interrupted`) and
-/// `signals.rs` (its exit line, after [`error_prefix`]) say it with this.
+/// The run was stopped by `signal` ([`crate::error::Error::interrupted`]).
 pub fn interrupted(signal: i32) -> String {
     let (zh, en) = match signal {
         libc::SIGINT => ("Ctrl-C", "SIGINT (Ctrl-C)"),

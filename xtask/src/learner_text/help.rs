@@ -5,7 +5,6 @@
 
 use clap::{Arg, ArgAction, Command};
 
-/// The top level: what the tool is.
 pub const ROOT: &str = "课程的检查点工具：找到一章、创建练习目录、检查进度、看提示、和参考答案对照";
 pub const CHECKPOINT: &str = "找到一章的起点和终点：本章改动哪些文件，怎样练习";
 pub const PRACTICE: &str =
@@ -41,11 +40,9 @@ const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     ("recut", "（作者用）重新切出一章，并在上面重放后面的每一章"),
 ];
 
-/// How a learner command's help is laid out: clap's layout, Chinese headings.
-pub const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
+/// clap's layout, with Chinese headings.
+const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
 
-/// The top-level help: the learner commands first (in `cli.rs`'s order),
-/// then the author commands, marked.
 const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
     一个命令的参数：cargo xtask 命令 --help";
 

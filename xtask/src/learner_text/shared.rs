@@ -138,8 +138,7 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
     )
 }
 
-/// DIR of `practice` is not empty. `destination.rs` raises it, and the
-/// refusals below.
+/// DIR of `practice` is not empty (`destination.rs`, as the refusals below).
 pub fn dir_not_empty(dir: &str) -> String {
     format!(
         "{dir} 已经存在，而且不是空的：换一个新的文件夹名（已有的东西从不覆盖）；什么都没有改动"
@@ -190,8 +189,7 @@ pub fn lab_cannot_add(file: &str, base: &str, why: &str) -> String {
     )
 }
 
-/// The exclude file `practice` adds the folder to cannot be read or
-/// written. `exclude.rs` raises it.
+/// The exclude file cannot be read or written (`exclude.rs`).
 pub fn exclude_unusable(path: &str, why: &str) -> String {
     format!("没法把练习目录写进 {path}，让 git 忽略它（{why}）：修好它再运行；什么都没有改动")
 }
@@ -255,8 +253,7 @@ pub fn run_folder_gone(dir: &str) -> String {
     )
 }
 
-/// What `practice` was doing to a path of the practice folder when the
-/// operating system refused ([`practice_io`]).
+/// What `practice` was doing when the operating system refused.
 #[derive(Debug, Clone, Copy)]
 pub enum PracticeStep {
     Resolve,
