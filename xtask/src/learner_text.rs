@@ -1,13 +1,8 @@
 //! Every sentence a learner reads, in the course's language (Chinese): the
-//! learner commands (`checkpoint`, `practice`, `check`, `hint`, `compare`),
-//! their argument errors ([`arguments`]) and help ([`help`]). Author commands
-//! (`verify`, `recut`, `bench`, `list`) speak English.
-//!
-//! `main` sets the audience once ([`set_audience`], in [`basic`], which
-//! depends on nothing of the crate). One submodule per learner command;
-//! errors of shared code that either audience can meet pick their language
-//! with [`pick`] ([`shared`]), so the code raising them needs no notion of
-//! who reads.
+//! learner commands' reports, errors, argument errors and help. Author
+//! commands (`verify`, `recut`, `bench`, `list`) speak English. `main` sets
+//! the audience once ([`set_audience`]); errors of shared code either can
+//! meet pick their language with [`pick`] ([`shared`]).
 
 mod arguments;
 pub mod basic;

@@ -209,43 +209,28 @@ impl Manifest {
     }
 
     /// What is wrong with the manifest on its own, before any commit is read:
-    /// an empty `run`, a lab test, lab file or fault that defeats its purpose
-    /// (a copied answer, a tooling path, an unknown step).
+    /// an empty `run`, a file taken from the target or a fault that defeats
+    /// its purpose (a copied answer, a tooling path, an unknown step).
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.run.is_empty() {
-            problems
-                .push("`run` is empty: give the command that runs the focused test".to_string());
-        }
-        if self.teaching_files.contains(&self.focused_test) {
-            problems.push(format!(
-                "`focusedTest` {} is also a teaching file: practice would copy the answer",
-                self.focused_test
-            ));
+        if self.runs().iter().any(|run| run.is_empty()) {
+            problems.push("a `run` is empty: give the command that runs the tests".to_string());
         }
         for step in &self.steps {
-            if let Some(file) = &step.test_file {
-                if step.run.is_none() {
-                    problems.push(format!(
-                        "step {} has a `testFile` but no `run`: give the command that runs {file}",
-                        step.shown_id()
-                    ));
-                }
-                if self.teaching_files.contains(file) {
-                    problems.push(format!(
-                        "step {}'s `testFile` {file} is also a teaching file: practice would copy the answer",
-                        step.shown_id()
-                    ));
-                }
-            }
-            if step.run.as_ref().is_some_and(Vec::is_empty) {
-                problems.push(format!("step {}'s `run` is empty", step.shown_id()));
+            if let Some(file) = &step.test_file
+                && step.run.is_none()
+            {
+                problems.push(format!(
+                    "step {} has a `testFile` but no `run`: give the command that runs {file}",
+                    step.shown_id()
+                ));
             }
         }
-        for file in &self.lab_files {
+        for file in self.target_files() {
             if self.teaching_files.contains(file) {
                 problems.push(format!(
-                    "`labFiles` lists {file}, which is a teaching file: practice would copy the answer"
+                    "{file}, taken from the target into every lab, is also a teaching file: \
+                     practice would copy the answer"
                 ));
             }
         }
@@ -367,7 +352,7 @@ mod tests {
         let problems = manifest.problems().join("\n");
         for needle in [
             "`run` is empty",
-            "is also a teaching file",
+            "course/src/lib.rs, taken from the target into every lab, is also a teaching file",
             "checkpoints/03/hints.md is a tooling path",
             "course/src/other.rs, which is not a teaching file",
         ] {
@@ -460,8 +445,8 @@ mod tests {
         let problems = manifest.problems().join("\n");
         for needle in [
             "step 3.3 has a `testFile` but no `run`",
-            "step 3.4's `testFile` course/src/types.rs is also a teaching file",
-            "step 3.4's `run` is empty",
+            "course/src/types.rs, taken from the target into every lab, is also a teaching file",
+            "a `run` is empty",
             "checkpoints/03/wire.rs is a tooling path",
             "fault `camel` names step 9.9, which the manifest does not declare",
         ] {
@@ -509,7 +494,7 @@ mod tests {
         );
         let problems = manifest.problems().join("\n");
         for needle in [
-            "`labFiles` lists course/src/types.rs, which is a teaching file",
+            "course/src/types.rs, taken from the target into every lab, is also a teaching file",
             ".cargo/config.toml is a tooling path",
         ] {
             assert!(problems.contains(needle), "{needle}: {problems}");

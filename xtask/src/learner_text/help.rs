@@ -86,17 +86,14 @@ fn help_flag() -> Arg {
 /// `arg` with its default value (if any) said in Chinese instead of
 /// clap's "[default: …]".
 fn default_in_chinese(arg: Arg) -> Arg {
-    let defaults: Vec<String> = arg
-        .get_default_values()
-        .iter()
-        .map(|value| value.to_string_lossy().into_owned())
-        .collect();
-    if defaults.is_empty() || !arg.get_action().takes_values() {
-        return arg;
+    match arg.get_default_values() {
+        [default] if arg.get_action().takes_values() => {
+            let text = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let text = format!("{text}（默认 {}）", default.to_string_lossy());
+            arg.help(text).hide_default_value(true)
+        }
+        _ => arg,
     }
-    let text = arg.get_help().map(ToString::to_string).unwrap_or_default();
-    arg.help(format!("{text}（默认 {}）", defaults.join("、")))
-        .hide_default_value(true)
 }
 
 #[cfg(test)]
