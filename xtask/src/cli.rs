@@ -55,11 +55,6 @@ pub fn audience_of(name: &str) -> Audience {
     }
 }
 
-/// True when `name` is one of the subcommands.
-pub fn is_command(name: &str) -> bool {
-    Cli::command().find_subcommand(name).is_some()
-}
-
 /// The usage line of subcommand `name` (of the top level when `name` is
 /// none), without clap's label.
 pub fn usage(audience: Audience, name: &str) -> String {

@@ -34,8 +34,8 @@ mod worlds;
 
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -85,7 +85,7 @@ fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
         }
         Err(error) => Err(Error::bad_input(say::argument_error(
             &error,
-            cli::is_command(name).then_some(name),
+            Cli::command().find_subcommand(name).map(|_| name),
             &cli::usage(audience, name),
         ))),
     }

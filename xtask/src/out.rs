@@ -1,12 +1,9 @@
 //! Writing to stdout without panicking, and without losing the verdict.
 //!
-//! `println!` panics (exit 101) when stdout is closed (`xtask list | head`)
-//! or full (`> /dev/full`). Commands print through [`outln!`] and [`out!`]
-//! instead: the first failure is remembered, nothing more is written, and
-//! the command goes on to its verdict, its exit status (`check … | true`
-//! still exits 1 on red work). `main` then says in one line on stderr that a
-//! full stdout lost the report ([`report_lost_output`]); a pipe closed by
-//! its reader needs no word.
+//! `println!` panics (exit 101) when stdout is closed or full. [`outln!`]
+//! and [`out!`] remember the first failure, write nothing more, and the
+//! command goes on to its verdict, its exit status; `main` then says in one
+//! line on stderr that a full stdout lost the report.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -41,7 +38,7 @@ macro_rules! noteln {
 
 pub(crate) use {noteln, out, outln};
 
-/// Writes `value` to stdout as pretty JSON, the `--json` form of a report.
+/// Writes `value` to stdout as pretty JSON (`--json`).
 pub fn json(value: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(value).expect("reports serialize");
     write_line(format_args!("{text}"));
@@ -50,8 +47,6 @@ pub fn json(value: &impl serde::Serialize) {
 /// The first failure to write to stdout; once set, nothing more is written.
 static STDOUT_FAILED: OnceLock<io::Error> = OnceLock::new();
 
-/// Runs `write` on stdout unless an earlier write failed; a failure is
-/// remembered, never returned.
 fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
     if STDOUT_FAILED.get().is_none()
         && let Err(error) = write(&mut io::stdout().lock())
@@ -88,17 +83,14 @@ pub fn stdout_lost() -> Option<&'static io::Error> {
         .filter(|error| error.kind() != io::ErrorKind::BrokenPipe)
 }
 
-/// Writes `args` to stdout.
 pub fn write(args: fmt::Arguments<'_>) {
     to_stdout(|stdout| stdout.write_fmt(args));
 }
 
-/// Writes `args` and a newline to stdout.
 pub fn write_line(args: fmt::Arguments<'_>) {
     write(format_args!("{args}\n"));
 }
 
-/// Flushes stdout (e.g. after [`out!`] without a newline).
 pub fn flush() {
     to_stdout(|stdout| stdout.flush());
 }
@@ -121,14 +113,12 @@ pub fn report_lost_output() {
 
 static LOSS_REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// Tells [`report_lost_output`] the command already said, in its own
-/// words, that its report could not be written.
+/// Tells [`report_lost_output`] the command already said its report was lost.
 pub fn stdout_loss_reported() {
     LOSS_REPORTED.store(true, Ordering::Relaxed);
 }
 
-/// A line on stderr. A closed stderr is ignored: there is nowhere left to
-/// report it.
+/// A line on stderr; a closed stderr is ignored.
 pub fn note(args: fmt::Arguments<'_>) {
     let _ = writeln!(io::stderr(), "{args}");
 }
@@ -181,8 +171,7 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(escape).collect())
 }
 
-/// [`escape_control`] line by line: a multi-line report keeps its line
-/// breaks, and nothing else it holds can move the cursor.
+/// [`escape_control`] line by line: a multi-line report keeps its breaks.
 pub fn escape_control_lines(text: &str) -> String {
     text.split('\n')
         .map(escape_control)

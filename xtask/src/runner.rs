@@ -86,8 +86,8 @@ impl Invocation<'_> {
         signals::check()?;
         let mut child = self.spawn()?;
         let group = Group(Pid::from_child(&child));
-        let stdout = Drain::start(child.stdout.take());
-        let stderr = Drain::start(child.stderr.take());
+        let stdout = Drain::start(child.stdout.take().expect("stdout is piped"));
+        let stderr = Drain::start(child.stderr.take().expect("stderr is piped"));
         let ended = wait(&child, self.timeout, true);
         drop(group);
         let drained_by = Instant::now() + DRAIN_GRACE;
@@ -281,20 +281,18 @@ struct Drain {
 }
 
 impl Drain {
-    fn start(pipe: Option<impl Read + Send + 'static>) -> Self {
+    fn start(mut pipe: impl Read + Send + 'static) -> Self {
         let kept = Arc::new(Mutex::new(Kept::default()));
         let (sender, done) = mpsc::channel();
         let sink = Arc::clone(&kept);
         thread::spawn(move || {
-            if let Some(mut pipe) = pipe {
-                let mut chunk = vec![0u8; 64 * 1024];
-                loop {
-                    match pipe.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(n) => lock(&sink).push(&chunk[..n]),
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    }
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => lock(&sink).push(&chunk[..n]),
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
             }
             let _ = sender.send(());
