@@ -91,7 +91,7 @@ impl ChapterFolder {
         let path = self.guide_path();
         let guide = self
             .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::guide_missing(&self.shown(&path))))?;
+            .ok_or_else(|| Error::bad_input(say::chapter_file_missing(&self.shown(&path))))?;
         let tutor = match self.dir.parent() {
             Some(checkpoints) => self.read_text(&checkpoints.join(TUTOR_FILE))?,
             None => None,
@@ -105,7 +105,7 @@ impl ChapterFolder {
         let shown = self.shown(&path);
         let text = self
             .read_text(&path)?
-            .ok_or_else(|| Error::bad_input(say::manifest_missing(&shown)))?;
+            .ok_or_else(|| Error::bad_input(say::chapter_file_missing(&shown)))?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {

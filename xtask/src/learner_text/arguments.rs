@@ -36,7 +36,21 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
             }
         }
         ErrorKind::MissingSubcommand => "缺少命令".to_string(),
-        ErrorKind::ValueValidation | ErrorKind::InvalidValue => invalid_value(&arg, &value),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            let rule = match arg.split_whitespace().next().unwrap_or_default() {
+                "<ID>" => "章号是一到两位数字，例如 03",
+                "--level" => {
+                    "提示级别是 1 到 4 的整数：1 定位文件，2 函数签名，3 伪代码，4 局部代码"
+                }
+                "--timeout" => "超时是大于 0 的整数秒数，例如 600",
+                _ => "这个值不能用",
+            };
+            if value.is_empty() {
+                format!("参数 {arg} 缺少值：{rule}")
+            } else {
+                format!("参数 {arg} 不接受 `{value}`：{rule}")
+            }
+        }
         ErrorKind::MissingRequiredArgument => format!("缺少参数 {arg}"),
         ErrorKind::UnknownArgument => {
             let suggested = text(ContextKind::SuggestedArg);
@@ -50,20 +64,4 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
     };
     let full = command.map_or_else(String::new, |command| format!(" {command}"));
     format!("{what}\n\n用法：{usage}\n完整说明：cargo xtask{full} --help")
-}
-
-/// Why `value` does not fit the argument `arg` (`<ID>`, `--level <LEVEL>`, …).
-fn invalid_value(arg: &str, value: &str) -> String {
-    let name = arg.split_whitespace().next().unwrap_or(arg);
-    let rule = match name {
-        "<ID>" => "章号是一到两位数字，例如 03",
-        "--level" => "提示级别是 1 到 4 的整数：1 定位文件，2 函数签名，3 伪代码，4 局部代码",
-        "--timeout" => "超时是大于 0 的整数秒数，例如 600",
-        _ => "这个值不能用",
-    };
-    if value.is_empty() {
-        format!("参数 {arg} 缺少值：{rule}")
-    } else {
-        format!("参数 {arg} 不接受 `{value}`：{rule}")
-    }
 }

@@ -70,14 +70,8 @@ pub fn chapter_file_not_utf8(path: &str) -> String {
     )
 }
 
-pub fn guide_missing(path: &str) -> String {
-    pick(
-        format!("课程仓库里没有 {path}：这一章还没有学习指南，请告诉课程作者"),
-        format!("{path} does not exist: every chapter folder needs its learner's guide"),
-    )
-}
-
-pub fn manifest_missing(path: &str) -> String {
+/// A chapter folder file (the manifest, the guide) does not exist.
+pub fn chapter_file_missing(path: &str) -> String {
     pick(
         format!("课程仓库里没有 {path}：请告诉课程作者"),
         format!("{path} does not exist"),
