@@ -173,39 +173,19 @@ impl Manifest {
     /// The test files a lab gets from the target: the focused test, then the
     /// steps' own.
     pub fn lab_tests(&self) -> Vec<&RepoPath> {
-        let mut tests = vec![&self.focused_test];
-        for step in &self.steps {
-            if let Some(file) = &step.test_file
-                && !tests.contains(&file)
-            {
-                tests.push(file);
-            }
-        }
-        tests
+        let steps = self.steps.iter().filter_map(|step| step.test_file.as_ref());
+        distinct(std::iter::once(&self.focused_test).chain(steps))
     }
 
     /// Every file a lab takes from the target, once each: the lab tests,
     /// then `labFiles`.
     pub fn target_files(&self) -> Vec<&RepoPath> {
-        let mut files = self.lab_tests();
-        for file in &self.lab_files {
-            if !files.contains(&file) {
-                files.push(file);
-            }
-        }
-        files
+        distinct(self.lab_tests().into_iter().chain(&self.lab_files))
     }
 
     /// The distinct commands a lab runs: the chapter's `run`, then the steps'.
     pub fn runs(&self) -> Vec<&[String]> {
-        let mut runs: Vec<&[String]> = vec![&self.run];
-        for step in &self.steps {
-            let run = step.run(self);
-            if !runs.contains(&run) {
-                runs.push(run);
-            }
-        }
-        runs
+        distinct(std::iter::once(&self.run[..]).chain(self.steps.iter().map(|step| step.run(self))))
     }
 
     /// What is wrong with the manifest on its own, before any commit is read:
@@ -262,6 +242,17 @@ impl Manifest {
         }
         problems
     }
+}
+
+/// `items` in their order, each once.
+fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut kept = Vec::new();
+    for item in items {
+        if !kept.contains(&item) {
+            kept.push(item);
+        }
+    }
+    kept
 }
 
 /// A relative path that stays inside the repository (no `..`, not absolute).

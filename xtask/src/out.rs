@@ -67,11 +67,7 @@ pub fn stdout_reader_gone() -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let stdout = io::stdout();
     let mut fds = [PollFd::new(&stdout, PollFlags::OUT)];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    poll(&mut fds, Some(&zero)).is_ok()
+    poll(&mut fds, Some(&rustix::event::Timespec::default())).is_ok()
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }
 

@@ -70,12 +70,7 @@ enum Ended {
 impl Invocation<'_> {
     /// The command line, for progress messages.
     pub fn display(&self) -> String {
-        self.command
-            .iter()
-            .chain(self.extra)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
+        [self.command, self.extra].concat().join(" ")
     }
 
     /// Runs the command to completion (or to its timeout); a signal meanwhile
@@ -149,14 +144,7 @@ impl Invocation<'_> {
             let why = if !self.dir.is_dir() {
                 say::run_folder_gone(&dir)
             } else if error.kind() == io::ErrorKind::NotFound {
-                say::program_not_found(
-                    &program.to_string_lossy(),
-                    &format!(
-                        "{}/NN/{}",
-                        crate::repo::CHECKPOINTS_DIR,
-                        crate::chapter::MANIFEST_FILE
-                    ),
-                )
+                say::program_not_found(&program.to_string_lossy())
             } else {
                 error.to_string()
             };

@@ -62,10 +62,7 @@ extern "C" fn handle(signal: c_int) {
 
 /// The signal that asked the process to stop, if one arrived.
 pub fn received() -> Option<i32> {
-    match RECEIVED.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
 /// `Err(Error::interrupted(..))` once a signal arrived: for every loop of a

@@ -220,7 +220,12 @@ pub fn child_killed(signal: &str) -> String {
 }
 
 /// The program a manifest's `run` names is not installed.
-pub fn program_not_found(program: &str, manifest: &str) -> String {
+pub fn program_not_found(program: &str) -> String {
+    let manifest = format!(
+        "{}/NN/{}",
+        crate::repo::CHECKPOINTS_DIR,
+        crate::chapter::MANIFEST_FILE
+    );
     pick(
         format!(
             "找不到程序 `{program}`：它来自章节清单 {manifest} 的 `run`；请安装它，或告诉课程作者"
