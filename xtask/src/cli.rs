@@ -61,15 +61,10 @@ pub fn usage(audience: Audience, name: &str) -> String {
     let mut command = command_for(audience);
     command.build();
     let usage = match command.find_subcommand_mut(name) {
-        Some(subcommand) => subcommand.render_usage().to_string(),
-        None => command.render_usage().to_string(),
+        Some(subcommand) => subcommand.render_usage(),
+        None => command.render_usage(),
     };
-    usage
-        .trim()
-        .strip_prefix("Usage:")
-        .unwrap_or(&usage)
-        .trim()
-        .to_string()
+    usage.to_string().replace("Usage:", "").trim().to_string()
 }
 
 #[derive(Debug, Clone, Copy, clap::Args)]
@@ -224,9 +219,8 @@ pub enum Workload {
 impl Workload {
     /// The name `--only` takes.
     pub fn name(self) -> String {
-        self.to_possible_value()
-            .map(|value| value.get_name().to_string())
-            .unwrap_or_default()
+        let value = self.to_possible_value().expect("no variant is skipped");
+        value.get_name().to_string()
     }
 }
 

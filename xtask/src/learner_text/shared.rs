@@ -9,20 +9,18 @@ use super::basic::{io_kind, pick};
 
 /// No chapter folder `id`.
 pub fn unknown_chapter(id: ChapterId, known: &[String], checkpoints_dir: &str) -> String {
+    if known.is_empty() {
+        return pick(
+            format!("没有第 {id} 章：{checkpoints_dir} 里还没有任何章节"),
+            format!("unknown chapter {id}: {checkpoints_dir} holds no chapter folders"),
+        );
+    }
     pick(
-        if known.is_empty() {
-            format!("没有第 {id} 章：{checkpoints_dir} 里还没有任何章节")
-        } else {
-            format!("没有第 {id} 章：现有的章节是 {}", known.join("、"))
-        },
-        if known.is_empty() {
-            format!("unknown chapter {id}: {checkpoints_dir} holds no chapter folders")
-        } else {
-            format!(
-                "unknown chapter {id}: chapters that exist: {}",
-                known.join(", ")
-            )
-        },
+        format!("没有第 {id} 章：现有的章节是 {}", known.join("、")),
+        format!(
+            "unknown chapter {id}: chapters that exist: {}",
+            known.join(", ")
+        ),
     )
 }
 
