@@ -66,12 +66,12 @@ impl std::error::Error for Error {}
 /// libgit2 (permissions, a full disk) is the environment's (exit 3).
 pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
     move |error| {
-        let message = format!("{what}: {}", error.message());
-        if error.class() == git2::ErrorClass::Os {
-            Error::environment(message)
+        let code = if error.class() == git2::ErrorClass::Os {
+            3
         } else {
-            Error::bad_input(message)
-        }
+            2
+        };
+        Error::new(code, format!("{what}: {}", error.message()))
     }
 }
 
@@ -87,14 +87,7 @@ pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
 pub fn io_said(
     message: impl FnOnce(&std::io::Error) -> String,
 ) -> impl FnOnce(std::io::Error) -> Error {
-    move |error| {
-        let message = message(&error);
-        if is_environment(&error) {
-            Error::environment(message)
-        } else {
-            Error::bad_input(message)
-        }
-    }
+    move |error| Error::new(if is_environment(&error) { 3 } else { 2 }, message(&error))
 }
 
 /// True for I/O failures that come from the machine, not from the input.

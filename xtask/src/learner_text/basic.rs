@@ -95,30 +95,28 @@ pub fn unborn_head(branch: &str) -> String {
 /// No `course(NN):` commit reachable from HEAD. `locate.rs` raises it.
 /// `id` is the chapter (`03`), `prefix` its subject prefix (`course(03):`).
 pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
-    pick(
-        if shallow {
+    if shallow {
+        return pick(
             format!(
                 "找不到第 {id} 章的提交（`{prefix}`）：这是一个浅克隆，历史不全；\
                  运行 `git fetch --unshallow` 取回完整历史再试"
-            )
-        } else {
-            format!(
-                "从 HEAD 出发找不到第 {id} 章的提交（`{prefix}`）：当前分支的历史里没有它。\
-                 切换到存放课程历史的分支（例如 `git switch main`）再试；哪个分支都没有的话，请告诉课程作者"
-            )
-        },
-        if shallow {
+            ),
             format!(
                 "no commit reachable from HEAD has a subject starting with `{prefix}`: this is a shallow \
                  clone, so the checkpoint may lie beyond its history; fetch the full history with \
                  `git fetch --unshallow` and try again"
-            )
-        } else {
-            format!(
-                "no commit reachable from HEAD has a subject starting with `{prefix}`: cut chapter {id}'s \
-                 checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
-            )
-        },
+            ),
+        );
+    }
+    pick(
+        format!(
+            "从 HEAD 出发找不到第 {id} 章的提交（`{prefix}`）：当前分支的历史里没有它。\
+             切换到存放课程历史的分支（例如 `git switch main`）再试；哪个分支都没有的话，请告诉课程作者"
+        ),
+        format!(
+            "no commit reachable from HEAD has a subject starting with `{prefix}`: cut chapter {id}'s \
+             checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
+        ),
     )
 }
 
