@@ -232,12 +232,7 @@ fn wait(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
         match rustix::process::waitid(WaitId::Pid(Pid::from_child(child)), options) {
             Ok(Some(_)) => return Ok(Ended::Exited),
             Ok(None) | Err(rustix::io::Errno::INTR) => {}
-            Err(errno) => {
-                return Err(Error::bad_input(format!(
-                    "cannot wait for process {}: {errno}",
-                    child.id()
-                )));
-            }
+            Err(errno) => return Err(error::io("cannot wait for a child")(errno.into())),
         }
         if let Some(signal) = signals::received().filter(|_| heed_signals) {
             return Ok(Ended::Interrupted(signal));

@@ -21,12 +21,10 @@ static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
 const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
-/// Installs the handlers for the [`HANDLED`] signals; call once, first thing
-/// in `main`. A SIGHUP ignored at start (`nohup`) stays ignored; any other
-/// inherited "ignore" is replaced, so a signal always stops xtask cleanly
-/// and its children (exec resets a handled signal) get the defaults back.
-/// One raw `sigaction` per signal: rustix has no safe handler installation
-/// and `signal-hook` is not in the dependency graph.
+/// Installs the handlers, first thing in `main`. A SIGHUP ignored at start
+/// (`nohup`) stays ignored; any other inherited "ignore" is replaced, so the
+/// children (exec resets a handled signal) get the defaults back. Raw
+/// `sigaction`: rustix has no safe handler installation.
 pub fn install() {
     // SAFETY: sigaction(2) with zeroed (valid) structs and a handler that
     // only touches atomics and calls `_exit`, all async-signal-safe; no

@@ -12,8 +12,7 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
     if !for_learner() {
         let rendered = error.render().to_string();
         return rendered
-            .strip_prefix("error: ")
-            .unwrap_or(&rendered)
+            .trim_start_matches("error: ")
             .trim_end()
             .to_string();
     }

@@ -40,18 +40,15 @@ const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     ("recut", "（作者用）重新切出一章，并在上面重放后面的每一章"),
 ];
 
-/// clap's layout, with Chinese headings.
-const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
-
-const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
-    一个命令的参数：cargo xtask 命令 --help";
-
 /// `command` (the whole command line) as a learner reads it: Chinese
 /// headings and help flags, the author commands marked in the top-level
 /// list, a default value said in Chinese.
 pub fn for_learner(command: Command) -> Command {
     command
-        .help_template(ROOT_TEMPLATE)
+        .help_template(
+            "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
+             一个命令的参数：cargo xtask 命令 --help",
+        )
         .subcommand_value_name("命令")
         .disable_help_flag(true)
         .arg(help_flag())
@@ -69,7 +66,9 @@ pub fn for_learner(command: Command) -> Command {
                     };
                     default_in_chinese(arg)
                 })
-                .help_template(TEMPLATE)
+                .help_template(
+                    "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}",
+                )
                 .disable_help_flag(true)
                 .arg(help_flag())
         })
