@@ -58,14 +58,7 @@ pub fn for_learner(command: Command) -> Command {
                 return subcommand.about(*entry);
             }
             subcommand
-                .mut_args(|arg| {
-                    let arg = if arg.get_id() == "secs" {
-                        arg.help(TIMEOUT)
-                    } else {
-                        arg
-                    };
-                    default_in_chinese(arg)
-                })
+                .mut_args(in_chinese)
                 .help_template(
                     "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}",
                 )
@@ -82,9 +75,13 @@ fn help_flag() -> Arg {
         .help("显示这份说明")
 }
 
-/// `arg` with its default value (if any) said in Chinese instead of
-/// clap's "[default: …]".
-fn default_in_chinese(arg: Arg) -> Arg {
+/// `arg` as a learner reads it: `--timeout`'s help, a default value said in
+/// Chinese instead of clap's "[default: …]".
+fn in_chinese(arg: Arg) -> Arg {
+    let arg = match arg.get_id().as_str() {
+        "secs" => arg.help(TIMEOUT),
+        _ => arg,
+    };
     match arg.get_default_values() {
         [default] if arg.get_action().takes_values() => {
             let text = arg.get_help().map(ToString::to_string).unwrap_or_default();

@@ -2,7 +2,9 @@
 //! languages ([`pick`]); the English is what author commands print. Those
 //! only `practice` raises are Chinese only.
 
+use crate::chapter::MANIFEST_FILE;
 use crate::manifest::ChapterId;
+use crate::repo::CHECKPOINTS_DIR;
 use crate::safe_fs::{Reason, Refusal};
 
 use super::basic::{io_kind, pick};
@@ -219,11 +221,7 @@ pub fn child_killed(signal: &str) -> String {
 
 /// The program a manifest's `run` names is not installed.
 pub fn program_not_found(program: &str) -> String {
-    let manifest = format!(
-        "{}/NN/{}",
-        crate::repo::CHECKPOINTS_DIR,
-        crate::chapter::MANIFEST_FILE
-    );
+    let manifest = format!("{CHECKPOINTS_DIR}/NN/{MANIFEST_FILE}");
     pick(
         format!(
             "找不到程序 `{program}`：它来自章节清单 {manifest} 的 `run`；请安装它，或告诉课程作者"
