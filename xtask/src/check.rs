@@ -134,7 +134,7 @@ struct ErrorAt {
 struct StepStatus {
     id: String,
     /// The id as the report shows it: quoted when it has spaces at either
-    /// end, … ([`crate::manifest::Step::shown_id`]).
+    /// end, … ([`crate::manifest::shown`]).
     #[serde(skip)]
     shown_id: String,
     /// The step's name from the manifest, if it has one.

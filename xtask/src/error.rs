@@ -60,8 +60,6 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
 /// Git errors, naming the operation; an error of the operating system under
 /// libgit2 (permissions, a full disk) is the environment's (exit 3).
 pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {

@@ -11,21 +11,20 @@ use crate::error::Result;
 use crate::worlds;
 
 /// A chapter number, always shown with two digits (`3` and `03` are both `03`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ChapterId(u8);
 
-impl TryFrom<String> for ChapterId {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Self, String> {
-        text.parse()
+impl Serialize for ChapterId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
-impl From<ChapterId> for String {
-    fn from(id: ChapterId) -> String {
-        id.to_string()
+impl<'de> Deserialize<'de> for ChapterId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -124,11 +123,6 @@ impl Step {
     pub fn run<'a>(&'a self, manifest: &'a Manifest) -> &'a [String] {
         self.run.as_deref().unwrap_or(&manifest.run)
     }
-
-    /// The step's id as messages show it ([`shown`]).
-    pub fn shown_id(&self) -> Cow<'_, str> {
-        shown(&self.id)
-    }
 }
 
 /// Manifest text as messages show it: unchanged when it is plain, else
@@ -202,7 +196,7 @@ impl Manifest {
             {
                 problems.push(format!(
                     "step {} has a `testFile` but no `run`: give the command that runs {file}",
-                    step.shown_id()
+                    shown(&step.id)
                 ));
             }
         }
@@ -522,6 +516,6 @@ mod tests {
         assert_eq!(shown("a\u{1b}b"), "\"a\\u{1b}b\"");
         assert_eq!(shown("a\u{202e}b"), "\"a\\u{202e}b\"");
         let manifest = wire_manifest(|json| json["steps"][0]["id"] = "3.1 ".into());
-        assert_eq!(manifest.steps[0].shown_id(), "\"3.1 \"");
+        assert_eq!(shown(&manifest.steps[0].id), "\"3.1 \"");
     }
 }

@@ -208,7 +208,7 @@ fn step_status(
         && position.changed_build_config.is_empty();
     StepStatus {
         id: step.id.clone(),
-        shown_id: step.shown_id().into_owned(),
+        shown_id: crate::manifest::shown(&step.id).into_owned(),
         title: step.title.clone(),
         filter: step.filter.clone(),
         own_run: step.run(manifest) != manifest.run.as_slice(),

@@ -163,14 +163,14 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
             .filter(|filter| !filter.is_empty())
             .into_iter()
             .collect();
-        let what = format!("step {} ({label})", step.shown_id());
+        let what = format!("step {} ({label})", manifest::shown(&step.id));
         let (report, output) = work
             .passing(chapter, "steps", &dir, step.run(manifest), &filter)
             .map_err(|error| error.context(&what))?;
         let passed = counted(&report, &output, Some(step.expected_tests), &what)?;
         shown.push(format!(
             "{} {label} {passed}/{}",
-            step.shown_id(),
+            manifest::shown(&step.id),
             step.expected_tests
         ));
     }
