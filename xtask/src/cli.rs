@@ -85,8 +85,7 @@ impl Timeout {
     }
 }
 
-// The learner commands. What each does and each flag's help: see
-// `learner_text::help` (README's command table says it in English).
+// The learner commands: their help is in `learner_text::help`.
 
 #[derive(Debug, clap::Args)]
 #[command(about = help::CHECKPOINT)]

@@ -23,7 +23,6 @@ use crate::error::{self, Error, Result};
 use crate::learner_text as say;
 use crate::signals;
 
-/// A finished run.
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
@@ -34,7 +33,6 @@ pub struct Captured {
     pub timed_out: bool,
 }
 
-/// What to run and where.
 pub struct Invocation<'a> {
     /// The manifest's `run` command, and extra arguments (a test filter).
     pub command: &'a [String],
@@ -60,7 +58,6 @@ const KEEP: usize = 4 << 20;
 /// How long a group [`run_live`] passed a signal on to may take to end.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// How the wait ended.
 enum Ended {
     Exited,
     TimedOut,
@@ -168,11 +165,8 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let group = Group(Pid::from_child(&child));
     let ended = wait(&child, Duration::MAX, true);
     if let Ok(Ended::Interrupted(signal)) = ended {
-        let signal = match Signal::from_named_raw(signal) {
-            Some(Signal::QUIT) | None => Signal::TERM,
-            Some(signal) => signal,
-        };
-        let _ = rustix::process::kill_process_group(group.0, signal);
+        let signal = Signal::from_named_raw(signal).filter(|signal| *signal != Signal::QUIT);
+        let _ = rustix::process::kill_process_group(group.0, signal.unwrap_or(Signal::TERM));
         let _ = wait(&child, STOP_GRACE, false);
     }
     drop(group);

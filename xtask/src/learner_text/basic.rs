@@ -27,13 +27,11 @@ pub fn pick(zh: String, en: String) -> String {
     if for_learner() { zh } else { en }
 }
 
-/// The prefix of a note on stderr (not an error).
 pub fn note_prefix() -> &'static str {
     if for_learner() { "注意：" } else { "note: " }
 }
 
-/// Standard output failed (full, or broken), so the report is lost; the
-/// command's verdict still stands in its exit status.
+/// Standard output failed (full, or broken): the report is lost.
 pub fn report_lost(error: &str) -> String {
     pick(
         format!("报告没能写到标准输出（{error}）；退出码仍是本次运行的结论"),
@@ -43,7 +41,6 @@ pub fn report_lost(error: &str) -> String {
     )
 }
 
-/// The prefix of an error line on stderr.
 pub fn error_prefix() -> &'static str {
     if for_learner() {
         "错误："

@@ -232,7 +232,6 @@ pub fn program_not_found(program: &str) -> String {
     )
 }
 
-/// A run could not start in `dir`; `why` says what was wrong.
 pub fn cannot_run(command: &str, dir: &str, why: &str) -> String {
     pick(
         format!("无法在 {dir} 里运行 `{command}`：{why}"),
@@ -240,7 +239,6 @@ pub fn cannot_run(command: &str, dir: &str, why: &str) -> String {
     )
 }
 
-/// The folder a run was to start in is gone.
 pub fn run_folder_gone(dir: &str) -> String {
     pick(
         format!("文件夹 {dir} 不存在（或已经被删掉）"),
@@ -251,7 +249,6 @@ pub fn run_folder_gone(dir: &str) -> String {
 /// What `practice` was doing when the operating system refused.
 #[derive(Debug, Clone, Copy)]
 pub enum PracticeStep {
-    Resolve,
     Inspect,
     CreateParent,
     /// Creating the staging folder beside DIR.
@@ -267,7 +264,7 @@ pub enum PracticeStep {
 pub fn practice_io(step: PracticeStep, path: &str, error: &std::io::Error) -> String {
     use std::io::ErrorKind::{FileTooLarge, QuotaExceeded, StorageFull};
     let doing = match step {
-        PracticeStep::Resolve | PracticeStep::Inspect => format!("查看 {path}"),
+        PracticeStep::Inspect => format!("查看 {path}"),
         PracticeStep::CreateParent => format!("创建文件夹 {path}"),
         PracticeStep::Staging => format!("在 {path} 里准备练习目录"),
         PracticeStep::Write => format!("写入 {path}"),
@@ -279,9 +276,7 @@ pub fn practice_io(step: PracticeStep, path: &str, error: &std::io::Error) -> St
         _ => "换一个你能写入的位置再试",
     };
     let (left, en) = match step {
-        PracticeStep::Resolve | PracticeStep::Inspect | PracticeStep::Read => {
-            ("什么都没有改动", "nothing was touched")
-        }
+        PracticeStep::Inspect | PracticeStep::Read => ("什么都没有改动", "nothing was touched"),
         _ => ("没有留下做了一半的东西", "nothing half made was left"),
     };
     pick(
