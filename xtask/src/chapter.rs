@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::locate::Checkpoint;
-use crate::manifest::{self, ChapterId, Manifest};
+use crate::manifest::{ChapterId, Manifest};
 use crate::repo::{CHECKPOINTS_DIR, CourseRepo};
 use crate::safe_fs;
 use crate::tree;
@@ -64,24 +64,22 @@ impl ChapterFolder {
 
     /// Reads the guide and the tutor protocol a practice folder hands out.
     pub fn handout(&self) -> Result<Handout> {
-        let (_, guide) = self.read(GUIDE_FILE, say::guide_missing)?;
+        let (_, guide) = self.read(GUIDE_FILE, say::chapter_file_missing)?;
         let tutor = self.read_text(&Path::new(CHECKPOINTS_DIR).join(TUTOR_FILE))?;
         Ok(Handout { guide, tutor })
     }
 
     /// Reads and checks the manifest.
     pub fn load(&self) -> Result<Manifest> {
-        let (shown, text) = self.read(MANIFEST_FILE, say::manifest_missing)?;
+        let (shown, text) = self.read(MANIFEST_FILE, say::chapter_file_missing)?;
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
-            let message = error.to_string();
-            let explained = manifest::closest_key_hint(&message).unwrap_or(message);
             Error::bad_input(say::manifest_malformed(
                 &shown,
                 error.line(),
                 error.column(),
-                &explained,
+                &error.to_string(),
             ))
         })?;
         let mut problems = manifest.problems();

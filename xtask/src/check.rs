@@ -118,7 +118,7 @@ impl cli::Check {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
-            let mut position = position(repo, &manifest, &lab, self.timeout())?;
+            let mut position = position(repo, &manifest, &lab, self.limit.duration())?;
             self.print(&mut position);
             return verdict(&position);
         }
@@ -133,7 +133,7 @@ impl cli::Check {
                 return Err(Error::bad_input(say::lab_vanished(&display_path(&lab))));
             }
             noteln!("{}", say::checking(&display_path(&lab)));
-            let mut position = position(repo, &manifest, &lab, self.timeout())?;
+            let mut position = position(repo, &manifest, &lab, self.limit.duration())?;
             if !self.json && terminal {
                 // Clear the screen so only the newest report shows.
                 out!("\x1b[2J\x1b[H");

@@ -1,8 +1,6 @@
-//! Every command and flag of `cargo xtask`, in one place. An author
-//! command's help is its struct's doc comment (English); a learner
-//! command's is named from [`crate::learner_text::help`] (Chinese), as is
-//! the top level's, which learners read. The author commands are named in
-//! [`audience_of`].
+//! Every command and flag of `cargo xtask`. An author command's help is its
+//! doc comment (English); a learner command's and the top level's come from
+//! [`crate::learner_text::help`] (Chinese).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,15 +11,10 @@ use crate::learner_text::Audience;
 use crate::learner_text::help;
 use crate::manifest::ChapterId;
 
-/// Seconds one run may take before its process tree is stopped, unless
-/// `--timeout` says otherwise.
-pub use crate::runner::DEFAULT_TIMEOUT_SECS;
-
 #[derive(Debug, Parser)]
 #[command(
     name = "xtask",
     bin_name = "cargo xtask",
-    version,
     about = help::ROOT,
     disable_help_subcommand = true
 )]
@@ -48,27 +41,18 @@ pub enum Command {
 pub fn command_for(audience: Audience) -> clap::Command {
     let command = Cli::command();
     match audience {
-        Audience::Learner => {
-            help::for_learner(command, |name| audience_of(name) == Audience::Learner)
-        }
+        Audience::Learner => help::for_learner(command),
         Audience::Author => command,
     }
 }
 
-/// Who the subcommand `name` speaks to: the author commands speak English;
-/// the learner commands, the top level (no command, `--help`) and a
-/// mistyped command speak the course's language, since a learner may type
-/// them.
+/// Who the subcommand `name` speaks to: the author commands English; the
+/// rest (the top level and a mistyped command too) the course's language.
 pub fn audience_of(name: &str) -> Audience {
     match name {
         "list" | "verify" | "bench" | "recut" => Audience::Author,
         _ => Audience::Learner,
     }
-}
-
-/// True when `name` is one of the subcommands.
-pub fn is_command(name: &str) -> bool {
-    Cli::command().find_subcommand(name).is_some()
 }
 
 /// The usage line of subcommand `name` (of the top level when `name` is
@@ -77,40 +61,31 @@ pub fn usage(audience: Audience, name: &str) -> String {
     let mut command = command_for(audience);
     command.build();
     let usage = match command.find_subcommand_mut(name) {
-        Some(subcommand) => subcommand.render_usage().to_string(),
-        None => command.render_usage().to_string(),
+        Some(subcommand) => subcommand.render_usage(),
+        None => command.render_usage(),
     };
-    usage
-        .trim()
-        .strip_prefix("Usage:")
-        .unwrap_or(&usage)
-        .trim()
-        .to_string()
+    usage.to_string().replace("Usage:", "").trim().to_string()
 }
 
-/// How long one run may take: `--timeout`, shared by the commands that run
-/// a chapter's tests.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Timeout {
     /// Seconds one run may take before its whole process tree is stopped.
     #[arg(
         long = "timeout",
         value_name = "SECONDS",
-        default_value_t = DEFAULT_TIMEOUT_SECS,
+        default_value_t = crate::runner::DEFAULT_TIMEOUT_SECS,
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub secs: u64,
 }
 
 impl Timeout {
-    /// The limit as a duration.
     pub fn duration(self) -> Duration {
         Duration::from_secs(self.secs)
     }
 }
 
-// The learner commands. What each does and each flag's help: see
-// `learner_text::help` (README's command table says it in English).
+// The learner commands: their help is in `learner_text::help`.
 
 #[derive(Debug, clap::Args)]
 #[command(about = help::CHECKPOINT)]
@@ -227,20 +202,6 @@ pub struct Recut {
     pub no_verify: bool,
 }
 
-impl Verify {
-    /// How long one run may take before its process tree is stopped.
-    pub fn timeout(&self) -> Duration {
-        self.limit.duration()
-    }
-}
-
-impl Check {
-    /// How long one run may take before its process tree is stopped.
-    pub fn timeout(&self) -> Duration {
-        self.limit.duration()
-    }
-}
-
 /// What `bench` measures, by the names `--only` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -257,9 +218,8 @@ pub enum Workload {
 impl Workload {
     /// The name `--only` takes.
     pub fn name(self) -> String {
-        self.to_possible_value()
-            .map(|value| value.get_name().to_string())
-            .unwrap_or_default()
+        let value = self.to_possible_value().expect("no variant is skipped");
+        value.get_name().to_string()
     }
 }
 

@@ -68,7 +68,7 @@ impl Destination {
                         Ok(_) => {
                             existing = next.canonicalize().map_err(|error| {
                                 Error::bad_input(say::practice_io(
-                                    PracticeStep::Resolve,
+                                    PracticeStep::Inspect,
                                     &next.display().to_string(),
                                     &error,
                                 ))

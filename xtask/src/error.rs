@@ -3,79 +3,54 @@
 use std::fmt;
 
 /// What a failed command reports: a message that says what was wrong and
-/// what to do, and whether the input was bad (exit 2) or a check failed (exit 1).
+/// what to do, and its exit code: 1 a check failed, 2 the input (arguments,
+/// repository, manifest) can't be used, 3 the machine failed the command
+/// (disk full, permission denied, out of file handles), 128 + n a signal
+/// stopped it (after it cleaned up).
 #[derive(Debug)]
 pub struct Error {
-    kind: Kind,
+    code: u8,
     message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Exit 1: the command ran and something it checks is wrong.
-    CheckFailed,
-    /// Exit 2: the input (arguments, repository, manifest) can't be used.
-    BadInput,
-    /// Exit 3: the machine failed the command (disk full, permission denied,
-    /// out of file handles), not the input.
-    Environment,
-    /// Exit 128 + the signal: SIGINT or SIGTERM arrived; the command stopped
-    /// what it ran and cleaned up on its way out.
-    Interrupted(i32),
-}
-
-/// The result of every fallible step of a command.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// Bad input: exit code 2.
-    pub fn bad_input(message: impl Into<String>) -> Self {
+    fn new(code: u8, message: impl Into<String>) -> Self {
         Error {
-            kind: Kind::BadInput,
-            message: message.into(),
-        }
-    }
-
-    /// The environment failed (disk, permissions): exit code 3.
-    pub fn environment(message: impl Into<String>) -> Self {
-        Error {
-            kind: Kind::Environment,
+            code,
             message: message.into(),
         }
     }
 
     /// A failed check: exit code 1.
     pub fn check_failed(message: impl Into<String>) -> Self {
-        Error {
-            kind: Kind::CheckFailed,
-            message: message.into(),
-        }
+        Error::new(1, message)
     }
 
-    /// Stopped by signal `signal` (SIGINT or SIGTERM): exit code 128 + signal.
+    /// Bad input: exit code 2.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Error::new(2, message)
+    }
+
+    /// The environment failed (disk, permissions): exit code 3.
+    pub fn environment(message: impl Into<String>) -> Self {
+        Error::new(3, message)
+    }
+
+    /// Stopped by signal `signal`: exit code 128 + signal, as a shell reports it.
     pub fn interrupted(signal: i32) -> Self {
-        Error {
-            kind: Kind::Interrupted(signal),
-            message: crate::learner_text::basic::interrupted(signal),
-        }
+        let code = u8::try_from(128 + signal).unwrap_or(u8::MAX);
+        Error::new(code, crate::learner_text::basic::interrupted(signal))
     }
 
-    /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
-        match self.kind {
-            Kind::CheckFailed => 1,
-            Kind::BadInput => 2,
-            Kind::Environment => 3,
-            Kind::Interrupted(signal) => signal_exit_code(signal),
-        }
+        self.code
     }
 
     /// Prefixes the message with what was being done.
     pub fn context(self, what: impl fmt::Display) -> Self {
-        Error {
-            kind: self.kind,
-            message: format!("{what}: {}", self.message),
-        }
+        Error::new(self.code, format!("{what}: {}", self.message))
     }
 }
 
@@ -85,49 +60,32 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-/// Git errors the tool can't recover from; the message says which operation failed.
-/// An error of the operating system under libgit2 (a file it could not
-/// write: permissions, a full disk) is the environment's (exit 3).
+/// Git errors, naming the operation; an error of the operating system under
+/// libgit2 (permissions, a full disk) is the environment's (exit 3).
 pub fn git(what: impl fmt::Display) -> impl FnOnce(git2::Error) -> Error {
     move |error| {
-        let message = format!("{what}: {}", error.message());
-        if error.class() == git2::ErrorClass::Os {
-            Error::environment(message)
+        let code = if error.class() == git2::ErrorClass::Os {
+            3
         } else {
-            Error::bad_input(message)
-        }
+            2
+        };
+        Error::new(code, format!("{what}: {}", error.message()))
     }
 }
 
-/// I/O errors, naming the path involved. A full disk, a denied permission or
-/// a read-only file system is the environment's failure (exit 3); anything
-/// else is taken as bad input (exit 2: a path that is not what it should be).
+/// I/O errors, naming the path involved: [`io_said`] with `what: error`.
 pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
-    move |error| {
-        let message = format!("{what}: {error}");
-        if is_environment(&error) {
-            Error::environment(message)
-        } else {
-            Error::bad_input(message)
-        }
-    }
+    io_said(move |error| format!("{what}: {error}"))
 }
 
-/// [`io`] with a message of its own: `message` says, from the error, what
-/// failed and what to do.
+/// I/O errors, `message` saying from the error what failed and what to do.
+/// A full disk, a denied permission or a read-only file system is the
+/// environment's failure (exit 3); anything else is taken as bad input
+/// (exit 2: a path that is not what it should be).
 pub fn io_said(
     message: impl FnOnce(&std::io::Error) -> String,
 ) -> impl FnOnce(std::io::Error) -> Error {
-    move |error| {
-        let message = message(&error);
-        if is_environment(&error) {
-            Error::environment(message)
-        } else {
-            Error::bad_input(message)
-        }
-    }
+    move |error| Error::new(if is_environment(&error) { 3 } else { 2 }, message(&error))
 }
 
 /// True for I/O failures that come from the machine, not from the input.
@@ -145,11 +103,6 @@ pub fn is_environment(error: &std::io::Error) -> bool {
         rustix::io::Errno::from_io_error(error),
         Some(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE)
     )
-}
-
-/// The exit code for a command ended by `signal`: 128 + the signal.
-fn signal_exit_code(signal: i32) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(u8::MAX)
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ pub struct Report {
     pub errors: Vec<CompileError>,
     pub passed: Vec<String>,
     pub failed: Vec<Failure>,
+    /// Tests libtest reported as `ignored`.
+    pub ignored: Vec<String>,
     /// What cargo built or found fresh (JSON runs only).
     pub artifacts: Vec<Artifact>,
     /// The run as a person would read it: cargo's stderr, every diagnostic's
@@ -223,6 +225,8 @@ fn read_tests(lines: &[&str], report: &mut Report) {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some(name) = rest.strip_suffix(" ... ok") {
                 report.passed.push(name.to_string());
+            } else if let Some((name, _)) = rest.split_once(" ... ignored") {
+                report.ignored.push(name.to_string());
             } else if let Some(name) = rest.strip_suffix(" ... FAILED")
                 && seen_failed.insert(name)
             {
@@ -353,6 +357,7 @@ test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         assert_eq!(error.files, ["tests/t.rs", "src/types.rs"]);
         assert_eq!(error.rendered, "error[E0277]: `Rc<u8>` cannot be sent\n");
         assert_eq!(report.passed, ["a"]);
+        assert_eq!(report.ignored, ["b"]);
         assert!(report.artifacts[0].is_local() && !report.artifacts[0].fresh);
         assert!(report.text.starts_with("   Compiling course\nerror[E0277]"));
         assert!(report.text.contains("warning: unused\nrunning 2 tests"));

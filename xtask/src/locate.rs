@@ -102,7 +102,7 @@ fn locate_cut(repo: &Repository, id: ChapterId) -> Result<Option<Checkpoint>> {
         0 => return Err(Error::bad_input(say::target_is_root(&chapter, &short))),
         _ => target
             .parent(0)
-            .map_err(|_| Error::bad_input(say::target_parent_missing(&chapter, &short)))?,
+            .map_err(|_| Error::bad_input(say::target_parent_not_fetched(&chapter, &short)))?,
     };
     let previous = if is_earlier_checkpoint(parent.message_bytes(), id) {
         None

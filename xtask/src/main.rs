@@ -34,8 +34,8 @@ mod worlds;
 
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -43,12 +43,9 @@ use crate::learner_text::{self as say, Audience};
 use crate::out::out;
 use crate::repo::CourseRepo;
 
-/// The one place where a command's outcome becomes the exit status (after
-/// ripgrep's `main`): 0 on success, else the error's code (1 a check
-/// failed, 2 bad input, 3 the environment failed, 128+n a signal), the
-/// error itself one line on stderr. What happened to stdout changes no
-/// code: a pipe its reader closed is no failure, and a full one (or one
-/// over `ulimit -f`) loses the report, said in one line on stderr.
+/// The one place where a command's outcome becomes the exit status: 0 on
+/// success, else the error's code, the error one line on stderr. What
+/// happened to stdout (closed, full, over `ulimit -f`) changes no code.
 fn main() -> ExitCode {
     signals::install();
     // Who reads is known before parsing, so argument errors speak the
@@ -70,8 +67,7 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The command line, or `None` once the help or version it asked for is
-/// printed (to stdout, like every report). What clap found wrong is bad
+/// The command line, or `None` once the help it asked for is printed (to stdout, like every report). What clap found wrong is bad
 /// input (exit 2), said in the command's language.
 fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
     let parsed = cli::command_for(audience)
@@ -79,7 +75,7 @@ fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
         .and_then(|matches| Cli::from_arg_matches(&matches));
     match parsed {
         Ok(cli) => Ok(Some(cli)),
-        // `--help`, `--version`, and no command at all: the help.
+        // `--help`, and no command at all: the help.
         Err(error)
             if !error.use_stderr()
                 || error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
@@ -89,17 +85,16 @@ fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
         }
         Err(error) => Err(Error::bad_input(say::argument_error(
             &error,
-            cli::is_command(name).then_some(name),
+            Cli::command().find_subcommand(name).map(|_| name),
             &cli::usage(audience, name),
         ))),
     }
 }
 
 fn run(cli: Cli) -> Result<()> {
-    // Reads trust the object database as git itself does: re-hashing every
-    // object read made practice and locate markedly slower than git. Each
-    // object is read once, so libgit2's object cache only costs. Both are
-    // process-wide options, set before any repository opens.
+    // Reads trust the object database as git does (re-hashing every object
+    // made practice and locate markedly slower), and each object is read
+    // once, so libgit2's cache only costs. Set before any repository opens.
     git2::opts::strict_hash_verification(false);
     git2::opts::enable_caching(false);
     let here = std::env::current_dir()

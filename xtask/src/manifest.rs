@@ -1,7 +1,6 @@
 //! `checkpoints/NN/checkpoint.json`: what a chapter is and how to prove it.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
@@ -12,21 +11,20 @@ use crate::error::Result;
 use crate::worlds;
 
 /// A chapter number, always shown with two digits (`3` and `03` are both `03`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ChapterId(u8);
 
-impl TryFrom<String> for ChapterId {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Self, String> {
-        text.parse()
+impl Serialize for ChapterId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
-impl From<ChapterId> for String {
-    fn from(id: ChapterId) -> String {
-        id.to_string()
+impl<'de> Deserialize<'de> for ChapterId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -34,9 +32,10 @@ impl FromStr for ChapterId {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let valid = !text.is_empty() && text.len() <= 2 && text.bytes().all(|b| b.is_ascii_digit());
-        match text.parse::<u8>() {
-            Ok(number) if valid => Ok(ChapterId(number)),
+        match text.parse() {
+            Ok(number) if text.len() <= 2 && text.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(ChapterId(number))
+            }
             _ => Err(format!(
                 "`{text}` is not a chapter id: use one or two digits, e.g. 03"
             )),
@@ -57,9 +56,8 @@ impl ChapterId {
     }
 }
 
-/// A chapter's manifest, as authored in `checkpoint.json`. A key the schema
-/// doesn't know is an error (a misspelt `expectedTest` must not silently
-/// switch a proof off).
+/// A chapter's manifest, as authored in `checkpoint.json`. An unknown key is
+/// an error: a misspelt `expectedTest` must not switch a proof off.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
@@ -99,13 +97,9 @@ pub enum Mode {
     Observe,
 }
 
-/// One step of the chapter: a test-name filter and how many tests it selects.
-/// A step may run several filters (the same id twice, as 3.1 does).
-///
-/// A step may also bring a test file of its own (`testFile`, copied from the
-/// target into the lab beside the focused test) with the command that runs it
-/// (`run`); chapter 03's wire step is one. Without them, the step filters the
-/// focused test's run.
+/// One step of the chapter: a test-name filter and how many tests it selects
+/// (the same id twice runs two filters). Without a `testFile` and `run` of
+/// its own, the step filters the focused test's run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
@@ -117,10 +111,9 @@ pub struct Step {
     #[serde(default)]
     pub filter: String,
     pub expected_tests: usize,
-    /// A test file of the step's own, copied from the target into the lab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_file: Option<RepoPath>,
-    /// The command that runs the step's tests; required with `testFile`.
+    /// Required with `testFile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Vec<String>>,
 }
@@ -130,32 +123,16 @@ impl Step {
     pub fn run<'a>(&'a self, manifest: &'a Manifest) -> &'a [String] {
         self.run.as_deref().unwrap_or(&manifest.run)
     }
-
-    /// The step's id as messages show it: quoted when it has spaces at
-    /// either end, is empty, or holds a control character ([`shown`]).
-    pub fn shown_id(&self) -> Cow<'_, str> {
-        shown(&self.id)
-    }
 }
 
 /// Manifest text as messages show it: unchanged when it is plain, else
-/// quoted with its special characters escaped (`"3.1 "`, `"a\u{1b}[2J"`), so
+/// quoted with its control characters escaped (`"3.1 "`, `"a\u{1b}[2J"`), so
 /// a trailing space is visible and nothing reaches the terminal raw.
 pub fn shown(text: &str) -> Cow<'_, str> {
-    let plain = !text.is_empty() && text.trim() == text && !text.chars().any(is_special);
-    if plain {
-        Cow::Borrowed(text)
-    } else {
-        Cow::Owned(format!("{text:?}").replace(|c: char| is_special(c), "?"))
+    match crate::out::escape_control(text) {
+        Cow::Borrowed(plain) if !plain.is_empty() && plain.trim() == plain => Cow::Borrowed(plain),
+        escaped => Cow::Owned(format!("\"{escaped}\"")),
     }
-}
-
-/// A character that must not reach a terminal raw: a control character
-/// (escape sequences, carriage return) or a bidirectional override, which
-/// reorders what is shown.
-fn is_special(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A deliberate bug: `find` → `replace` in `file` must make `failing_test` fail.
@@ -187,60 +164,50 @@ impl Fault {
 }
 
 impl Manifest {
-    /// The test files a lab gets from the target: the focused test, then each
-    /// step's own test file, in the manifest's order.
+    /// The test files a lab gets from the target: the focused test, then the
+    /// steps' own.
     pub fn lab_tests(&self) -> Vec<&RepoPath> {
-        let mut tests = vec![&self.focused_test];
-        for step in &self.steps {
-            if let Some(file) = &step.test_file
-                && !tests.contains(&file)
-            {
-                tests.push(file);
-            }
-        }
-        tests
+        let steps = self.steps.iter().filter_map(|step| step.test_file.as_ref());
+        distinct(std::iter::once(&self.focused_test).chain(steps))
     }
 
-    /// Every file a lab takes from the target: the lab tests, then
-    /// `labFiles`.
+    /// Every file a lab takes from the target, once each: the lab tests,
+    /// then `labFiles`.
     pub fn target_files(&self) -> Vec<&RepoPath> {
-        let mut files = self.lab_tests();
-        files.extend(&self.lab_files);
-        files
+        distinct(self.lab_tests().into_iter().chain(&self.lab_files))
     }
 
-    /// The distinct commands a lab runs: the chapter's `run`, then each
-    /// step's own.
+    /// The distinct commands a lab runs: the chapter's `run`, then the steps'.
     pub fn runs(&self) -> Vec<&[String]> {
-        let mut runs: Vec<&[String]> = vec![&self.run];
-        for step in &self.steps {
-            let run = step.run(self);
-            if !runs.contains(&run) {
-                runs.push(run);
-            }
-        }
-        runs
+        distinct(std::iter::once(&self.run[..]).chain(self.steps.iter().map(|step| step.run(self))))
     }
 
     /// What is wrong with the manifest on its own, before any commit is read:
-    /// an empty `run`, duplicate ids, a focused test that is a teaching or
-    /// tooling file, a lab file listed twice or that is a lab test or a
-    /// teaching file, a fault outside the teaching files, text shown on the
-    /// terminal with control characters in it.
+    /// an empty `run`, a file taken from the target or a fault that defeats
+    /// its purpose (a copied answer, a tooling path, an unknown step).
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = self.special_characters();
-        if self.run.is_empty() {
-            problems
-                .push("`run` is empty: give the command that runs the focused test".to_string());
+        let mut problems = Vec::new();
+        if self.runs().iter().any(|run| run.is_empty()) {
+            problems.push("a `run` is empty: give the command that runs the tests".to_string());
         }
-        if self.teaching_files.contains(&self.focused_test) {
-            problems.push(format!(
-                "`focusedTest` {} is also a teaching file: practice would copy the answer",
-                self.focused_test
-            ));
+        for step in &self.steps {
+            if let Some(file) = &step.test_file
+                && step.run.is_none()
+            {
+                problems.push(format!(
+                    "step {} has a `testFile` but no `run`: give the command that runs {file}",
+                    shown(&step.id)
+                ));
+            }
         }
-        problems.extend(self.step_problems());
-        problems.extend(self.lab_file_problems());
+        for file in self.target_files() {
+            if self.teaching_files.contains(file) {
+                problems.push(format!(
+                    "{file}, taken from the target into every lab, is also a teaching file: \
+                     practice would copy the answer"
+                ));
+            }
+        }
         for path in self.target_files().into_iter().chain(&self.teaching_files) {
             if worlds::is_tooling(path.as_str().as_bytes()) {
                 problems.push(format!(
@@ -249,78 +216,7 @@ impl Manifest {
                 ));
             }
         }
-        problems.extend(self.fault_problems());
-        problems
-    }
-
-    /// A step's test file without a run or that is a teaching file, an
-    /// empty run, the same step and filter twice.
-    fn step_problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        for step in &self.steps {
-            if let Some(file) = &step.test_file {
-                if step.run.is_none() {
-                    problems.push(format!(
-                        "step {} has a `testFile` but no `run`: give the command that runs {file}",
-                        step.shown_id()
-                    ));
-                }
-                if self.teaching_files.contains(file) {
-                    problems.push(format!(
-                        "step {}'s `testFile` {file} is also a teaching file: practice would copy the answer",
-                        step.shown_id()
-                    ));
-                }
-            }
-            if step.run.as_ref().is_some_and(Vec::is_empty) {
-                problems.push(format!("step {}'s `run` is empty", step.shown_id()));
-            }
-        }
-        let mut steps = HashSet::new();
-        for step in &self.steps {
-            if !steps.insert((&step.id, &step.filter)) {
-                problems.push(format!(
-                    "step {} with filter `{}` is declared twice",
-                    step.shown_id(),
-                    shown(&step.filter)
-                ));
-            }
-        }
-        problems
-    }
-
-    /// A lab file listed twice, or that is a lab test or a teaching file.
-    fn lab_file_problems(&self) -> Vec<String> {
-        let tests = self.lab_tests();
-        let mut problems = Vec::new();
-        let mut seen = HashSet::new();
-        for file in &self.lab_files {
-            if !seen.insert(file) {
-                problems.push(format!("`labFiles` lists {file} twice"));
-            }
-            if tests.contains(&file) {
-                problems.push(format!(
-                    "`labFiles` lists {file}, which is already a lab test (`focusedTest` or a step's `testFile`)"
-                ));
-            }
-            if self.teaching_files.contains(file) {
-                problems.push(format!(
-                    "`labFiles` lists {file}, which is a teaching file: practice would copy the answer"
-                ));
-            }
-        }
-        problems
-    }
-
-    /// A fault id declared twice, a fault naming a step that does not
-    /// exist, a fault outside the teaching files.
-    fn fault_problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut faults = HashSet::new();
         for fault in &self.faults {
-            if !faults.insert(&fault.id) {
-                problems.push(format!("fault id `{}` is declared twice", shown(&fault.id)));
-            }
             if let Some(step) = &fault.step
                 && !self.steps.iter().any(|known| &known.id == step)
             {
@@ -340,77 +236,17 @@ impl Manifest {
         }
         problems
     }
-
-    /// Text the tools show on the terminal (the title, ids, filters, test
-    /// names, commands) that holds a control character or a bidirectional
-    /// override: an escape sequence in a manifest could redraw a terminal.
-    fn special_characters(&self) -> Vec<String> {
-        let mut shown_text: Vec<(String, &str)> = vec![("`title`".to_string(), &self.title)];
-        for word in &self.run {
-            shown_text.push(("`run`".to_string(), word));
-        }
-        for step in &self.steps {
-            let at = format!("step {}", step.shown_id());
-            shown_text.push(("a step's `id`".to_string(), &step.id));
-            shown_text.extend(
-                step.title
-                    .as_deref()
-                    .map(|title| (format!("{at}'s `title`"), title)),
-            );
-            shown_text.push((format!("{at}'s `filter`"), &step.filter));
-            for word in step.run.iter().flatten() {
-                shown_text.push((format!("{at}'s `run`"), word));
-            }
-        }
-        for fault in &self.faults {
-            let at = format!("fault `{}`", shown(&fault.id));
-            shown_text.push(("a fault's `id`".to_string(), &fault.id));
-            shown_text.push((format!("{at}'s `failingTest`"), &fault.failing_test));
-            shown_text.extend(
-                fault
-                    .step
-                    .as_deref()
-                    .map(|step| (format!("{at}'s `step`"), step)),
-            );
-        }
-        shown_text
-            .into_iter()
-            .filter(|(_, text)| text.chars().any(is_special))
-            .map(|(what, text)| {
-                format!(
-                    "{what} {} holds a control character: write it as plain text",
-                    shown(text)
-                )
-            })
-            .collect()
-    }
 }
 
-/// Explains serde's "unknown field" error with the closest key it knows.
-pub fn closest_key_hint(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let (unknown, rest) = rest.split_once('`')?;
-    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
-    let closest = known.iter().min_by_key(|key| edit_distance(unknown, key))?;
-    Some(format!(
-        "unknown key `{unknown}`: did you mean `{closest}`?"
-    ))
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+/// `items` in their order, each once.
+fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut kept = Vec::new();
+    for item in items {
+        if !kept.contains(&item) {
+            kept.push(item);
         }
     }
-    row[b.len()]
+    kept
 }
 
 /// A relative path that stays inside the repository (no `..`, not absolute).
@@ -419,12 +255,10 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub struct RepoPath(String);
 
 impl RepoPath {
-    /// The path as written, with `/` separators.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// The path below `root`.
     pub fn under(&self, root: &Path) -> PathBuf {
         root.join(&self.0)
     }
@@ -475,17 +309,17 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_key_names_the_closest_known_one() {
+    fn an_unknown_key_is_an_error_naming_the_known_ones() {
         let error = serde_json::from_str::<Manifest>(
             r#"{"id":"03","title":"t","focusedTest":"a","teachingFiles":[],"run":["x"],"expectedTest":4}"#,
         )
-        .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `expectedTest`: did you mean `expectedTests`?")
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("unknown field `expectedTest`, expected one of")
+                && error.contains("`expectedTests`"),
+            "{error}"
         );
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
     }
 
     #[test]
@@ -503,15 +337,13 @@ mod tests {
         let problems = manifest.problems().join("\n");
         for needle in [
             "`run` is empty",
-            "is also a teaching file",
+            "course/src/lib.rs, taken from the target into every lab, is also a teaching file",
             "checkpoints/03/hints.md is a tooling path",
-            "step 1 with filter `a` is declared twice",
-            "fault id `f` is declared twice",
             "course/src/other.rs, which is not a teaching file",
         ] {
             assert!(problems.contains(needle), "{needle}: {problems}");
         }
-        assert_eq!(manifest.problems().len(), 6, "{problems}");
+        assert_eq!(manifest.problems().len(), 4, "{problems}");
     }
 
     #[test]
@@ -579,9 +411,9 @@ mod tests {
             {"id": "1", "expectedTests": 1, "testfile": "a"}
         ))
         .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `testfile`: did you mean `testFile`?")
+        assert!(
+            error.to_string().contains("unknown field `testfile`"),
+            "{error}"
         );
     }
 
@@ -598,8 +430,8 @@ mod tests {
         let problems = manifest.problems().join("\n");
         for needle in [
             "step 3.3 has a `testFile` but no `run`",
-            "step 3.4's `testFile` course/src/types.rs is also a teaching file",
-            "step 3.4's `run` is empty",
+            "course/src/types.rs, taken from the target into every lab, is also a teaching file",
+            "a `run` is empty",
             "checkpoints/03/wire.rs is a tooling path",
             "fault `camel` names step 9.9, which the manifest does not declare",
         ] {
@@ -634,25 +466,34 @@ mod tests {
                 ".cargo/config.toml"
             ]);
         });
+        let files: Vec<&str> = manifest.target_files().iter().map(|f| f.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "course/tests/focused.rs",
+                "course/tests/wire.rs",
+                "Cargo.lock",
+                "course/src/types.rs",
+                ".cargo/config.toml"
+            ]
+        );
         let problems = manifest.problems().join("\n");
         for needle in [
-            "`labFiles` lists Cargo.lock twice",
-            "`labFiles` lists course/tests/wire.rs, which is already a lab test",
-            "`labFiles` lists course/src/types.rs, which is a teaching file",
+            "course/src/types.rs, taken from the target into every lab, is also a teaching file",
             ".cargo/config.toml is a tooling path",
         ] {
             assert!(problems.contains(needle), "{needle}: {problems}");
         }
-        assert_eq!(manifest.problems().len(), 4, "{problems}");
+        assert_eq!(manifest.problems().len(), 2, "{problems}");
 
         let error = serde_json::from_value::<Manifest>(serde_json::json!({
             "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],
             "labfile": ["Cargo.lock"]
         }))
         .unwrap_err();
-        assert_eq!(
-            closest_key_hint(&error.to_string()).as_deref(),
-            Some("unknown key `labfile`: did you mean `labFiles`?")
+        assert!(
+            error.to_string().contains("unknown field `labfile`"),
+            "{error}"
         );
         let error = serde_json::from_value::<Manifest>(serde_json::json!({
             "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],
@@ -666,40 +507,6 @@ mod tests {
     }
 
     #[test]
-    fn terminal_text_with_control_characters_is_a_problem() {
-        let manifest = wire_manifest(|json| {
-            json["title"] = "\u{1b}[2J清屏".into();
-            json["steps"][0]["id"] = "3.1\r".into();
-            json["steps"][1]["title"] = "线上\u{202e}格式".into();
-            json["faults"][1]["failingTest"] = "text\u{7}".into();
-            json["run"][0] = "car\u{1b}go".into();
-        });
-        let problems = manifest.problems();
-        assert_eq!(problems.len(), 5, "{problems:#?}");
-        for problem in &problems {
-            assert!(problem.contains("holds a control character"), "{problem}");
-            assert!(
-                !problem.chars().any(is_special),
-                "shown escaped: {problem:?}"
-            );
-        }
-        assert!(
-            problems[0].starts_with("`title` \"\\u{1b}[2J清屏\""),
-            "{}",
-            problems[0]
-        );
-        assert!(
-            problems
-                .iter()
-                .any(|p| p.contains("a step's `id` \"3.1\\r\"")),
-            "{problems:#?}"
-        );
-        // Multi-line `find` and `replace` are never shown: they may hold line breaks.
-        let manifest = wire_manifest(|json| json["faults"][1]["find"] = "a\n\tb".into());
-        assert!(manifest.problems().is_empty());
-    }
-
-    #[test]
     fn text_is_quoted_when_its_ends_or_characters_would_not_show() {
         assert_eq!(shown("3.1"), "3.1");
         assert_eq!(shown("线上 格式"), "线上 格式");
@@ -707,8 +514,8 @@ mod tests {
         assert_eq!(shown(" 3.1"), "\" 3.1\"");
         assert_eq!(shown(""), "\"\"");
         assert_eq!(shown("a\u{1b}b"), "\"a\\u{1b}b\"");
-        assert!(!shown("a\u{202e}b").contains('\u{202e}'));
+        assert_eq!(shown("a\u{202e}b"), "\"a\\u{202e}b\"");
         let manifest = wire_manifest(|json| json["steps"][0]["id"] = "3.1 ".into());
-        assert_eq!(manifest.steps[0].shown_id(), "\"3.1 \"");
+        assert_eq!(shown(&manifest.steps[0].id), "\"3.1 \"");
     }
 }

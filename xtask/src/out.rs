@@ -1,14 +1,9 @@
 //! Writing to stdout without panicking, and without losing the verdict.
 //!
-//! `println!` panics when stdout is closed (`xtask list | head`) or full
-//! (`xtask list > /dev/full`): Rust ignores SIGPIPE, so the write fails and
-//! the macro turns that into a panic (exit 101). Commands print through
-//! [`outln!`] and [`out!`] instead, which return nothing: a failed write
-//! never ends the command. The first failure is remembered, nothing more is
-//! written, and the command goes on to its verdict, which is its exit
-//! status (`check … | true` still exits 1 on red work). `main` then says in
-//! one line on stderr that a full or broken stdout lost the report
-//! ([`report_lost_output`]); a pipe closed by its reader needs no word.
+//! `println!` panics (exit 101) when stdout is closed or full. [`outln!`]
+//! and [`out!`] remember the first failure, write nothing more, and the
+//! command goes on to its verdict, its exit status; `main` then says in one
+//! line on stderr that a full stdout lost the report.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -17,8 +12,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Like `println!`, but never panics and never ends the command (see the
-/// module doc).
+/// Like `println!`, but never panics and never ends the command.
 macro_rules! outln {
     () => {
         $crate::out::write(format_args!("\n"))
@@ -35,8 +29,7 @@ macro_rules! out {
     };
 }
 
-/// Like `eprintln!` for progress and notes, but never panics: a closed or
-/// full stderr loses the note, nothing else.
+/// Like `eprintln!`, but a closed or full stderr loses the note, no panic.
 macro_rules! noteln {
     ($($arg:tt)*) => {
         $crate::out::note(format_args!($($arg)*))
@@ -45,7 +38,7 @@ macro_rules! noteln {
 
 pub(crate) use {noteln, out, outln};
 
-/// Writes `value` to stdout as pretty JSON, the `--json` form of a report.
+/// Writes `value` to stdout as pretty JSON (`--json`).
 pub fn json(value: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(value).expect("reports serialize");
     write_line(format_args!("{text}"));
@@ -54,8 +47,6 @@ pub fn json(value: &impl serde::Serialize) {
 /// The first failure to write to stdout; once set, nothing more is written.
 static STDOUT_FAILED: OnceLock<io::Error> = OnceLock::new();
 
-/// Runs `write` on stdout unless an earlier write failed; a failure is
-/// remembered, never returned: the command goes on to its verdict.
 fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
     if STDOUT_FAILED.get().is_none()
         && let Err(error) = write(&mut io::stdout().lock())
@@ -64,24 +55,19 @@ fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>)
     }
 }
 
-/// True once a write to stdout failed (closed by its reader, or full): for
-/// a loop that only prints (`check --watch`) to stop.
+/// True once a write to stdout failed: for a loop that only prints
+/// (`check --watch`) to stop.
 pub fn stdout_failed() -> bool {
     STDOUT_FAILED.get().is_some()
 }
 
-/// True when standard output is a pipe whose reader has gone (`check
-/// --watch | head -1` after head printed its line): a loop that only
-/// prints can stop without waiting for its next write to fail.
+/// True when stdout is a pipe whose reader has gone (`check --watch | head
+/// -1`): a loop that only prints stops without waiting for a write to fail.
 pub fn stdout_reader_gone() -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let stdout = io::stdout();
     let mut fds = [PollFd::new(&stdout, PollFlags::OUT)];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    poll(&mut fds, Some(&zero)).is_ok()
+    poll(&mut fds, Some(&rustix::event::Timespec::default())).is_ok()
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }
 
@@ -93,29 +79,21 @@ pub fn stdout_lost() -> Option<&'static io::Error> {
         .filter(|error| error.kind() != io::ErrorKind::BrokenPipe)
 }
 
-/// Writes `args` to stdout.
 pub fn write(args: fmt::Arguments<'_>) {
     to_stdout(|stdout| stdout.write_fmt(args));
 }
 
-/// Writes `args` and a newline to stdout.
 pub fn write_line(args: fmt::Arguments<'_>) {
-    to_stdout(|stdout| {
-        stdout
-            .write_fmt(args)
-            .and_then(|()| stdout.write_all(b"\n"))
-    });
+    write(format_args!("{args}\n"));
 }
 
-/// Flushes stdout (e.g. after [`out!`] without a newline).
 pub fn flush() {
     to_stdout(|stdout| stdout.flush());
 }
 
 /// Flushes stdout and, when a full or broken stdout lost the report, says
 /// so in one line on stderr, unless the command said it already
-/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict:
-/// a lost report changes no exit status.
+/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict.
 pub fn report_lost_output() {
     flush();
     if let Some(error) = stdout_lost()
@@ -129,22 +107,16 @@ pub fn report_lost_output() {
     }
 }
 
-/// Set once a command has said itself that its report was lost.
 static LOSS_REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// Tells [`report_lost_output`] the command already said, in its own
-/// words, that its report could not be written.
+/// Tells [`report_lost_output`] the command already said its report was lost.
 pub fn stdout_loss_reported() {
     LOSS_REPORTED.store(true, Ordering::Relaxed);
 }
 
-/// A line on stderr. A closed stderr is ignored: there is nowhere left to
-/// report it.
+/// A line on stderr; a closed stderr is ignored.
 pub fn note(args: fmt::Arguments<'_>) {
-    let mut stderr = io::stderr().lock();
-    let _ = stderr
-        .write_fmt(args)
-        .and_then(|()| stderr.write_all(b"\n"));
+    let _ = writeln!(io::stderr(), "{args}");
 }
 
 /// `word` as one shell word: unchanged when it is made of characters no
@@ -188,22 +160,19 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     if !text.chars().any(hidden) {
         return Cow::Borrowed(text);
     }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if hidden(c) {
-            shown.extend(c.escape_debug());
-        } else {
-            shown.push(c);
-        }
-    }
-    Cow::Owned(shown)
+    let escape = |c: char| match hidden(c) {
+        true => c.escape_debug().to_string(),
+        false => c.to_string(),
+    };
+    Cow::Owned(text.chars().map(escape).collect())
 }
 
-/// [`escape_control`] line by line: a multi-line report keeps its line
-/// breaks, and nothing else it holds can move the cursor.
+/// [`escape_control`] line by line: a multi-line report keeps its breaks.
 pub fn escape_control_lines(text: &str) -> String {
-    let lines: Vec<Cow<'_, str>> = text.split('\n').map(escape_control).collect();
-    lines.join("\n")
+    text.split('\n')
+        .map(escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

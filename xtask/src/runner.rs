@@ -1,11 +1,9 @@
 //! Running a chapter's focused command in a folder and capturing its output.
 //!
-//! Every child runs in a process group of its own, and the whole group is
-//! killed when the run ends: on a timeout, on SIGINT, SIGTERM, SIGHUP or
-//! SIGQUIT, and after a normal exit (a test's leftover background process
-//! included). So a `loop {}` in a learner's test never survives its run, and
-//! a grandchild holding the output pipes open cannot hang xtask.
-//! [`run_live`] runs a command the same way with its output shown live.
+//! Every child runs in a process group of its own, killed when the run ends
+//! (a timeout, a signal, a normal exit with a leftover background process):
+//! a `loop {}` in a learner's test never survives its run, and a grandchild
+//! holding the output pipes open cannot hang xtask.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -21,54 +19,45 @@ use std::os::unix::process::CommandExt;
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
 use crate::learner_text as say;
 use crate::signals;
 
-/// A finished run.
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
-    /// stderr (cargo's compiler messages) followed by stdout (the test report),
-    /// each bounded (see [`Invocation::run`]).
+    /// stderr (cargo's compiler messages) followed by stdout (the test
+    /// report), each bounded (see [`Invocation::run`]).
     pub output: String,
-    /// stdout alone, for commands that print data; bounded too.
     pub stdout: String,
     pub timed_out: bool,
 }
 
-/// What to run and where.
 pub struct Invocation<'a> {
-    /// The manifest's `run` command.
+    /// The manifest's `run` command, and extra arguments (a test filter).
     pub command: &'a [String],
-    /// Extra arguments, e.g. a test-name filter.
     pub extra: &'a [String],
     pub dir: &'a Path,
-    /// The cargo target folder of this run, always set (`CARGO_TARGET_DIR`):
-    /// never the caller's, so no other build's test binary can answer for
-    /// this folder. A relative path is taken from the current directory.
+    /// The cargo target folder of this run (`CARGO_TARGET_DIR`), never the
+    /// caller's: no other build's test binary can answer for this folder.
     pub target_dir: &'a Path,
     pub timeout: Duration,
 }
 
-/// The time limit of a run when none is given (`--timeout`), in seconds.
+/// The time limit of a run when none is given (`--timeout`).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
-/// [`DEFAULT_TIMEOUT_SECS`] as a duration.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_TIMEOUT_SECS);
 
 /// How often the wait loop looks at the child, the clock and the signals.
 const POLL: Duration = Duration::from_millis(20);
-/// How long to wait, in all, for the output pipes to close once the group
-/// is killed. Only a process that left the group (`setsid`) can still hold
-/// them then, and nothing can end it; what it writes later is not waited for.
+/// How long to wait for the output pipes to close once the group is killed:
+/// only a process that left the group (`setsid`) can still hold them.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How much of each output stream is kept at its start, and again at its end.
 const KEEP: usize = 4 << 20;
-/// How long a group [`run_live`] passed a signal on to may take to end on
-/// its own before it is killed.
+/// How long a group [`run_live`] passed a signal on to may take to end.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// How the wait ended.
 enum Ended {
     Exited,
     TimedOut,
@@ -78,45 +67,30 @@ enum Ended {
 impl Invocation<'_> {
     /// The command line, for progress messages.
     pub fn display(&self) -> String {
-        self.command
-            .iter()
-            .chain(self.extra)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
+        [self.command, self.extra].concat().join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout). A signal (SIGINT,
-    /// SIGTERM, SIGHUP, SIGQUIT) meanwhile stops the whole process group and
+    /// Runs the command to completion (or to its timeout); a signal meanwhile
     /// returns [`Error::interrupted`]. Each output stream keeps its first and
     /// last [`KEEP`] bytes, with a line saying how many were left out between.
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
         signals::check()?;
         let mut child = self.spawn()?;
-        let mut group = Group(Some(child.id()));
-        let stdout = Drain::start(child.stdout.take());
-        let stderr = Drain::start(child.stderr.take());
-        let ended = wait(&child, self.timeout);
-        // The leader is not reaped yet, so its group id still names our group.
-        group.end();
+        let group = Group(Pid::from_child(&child));
+        let stdout = Drain::start(child.stdout.take().expect("stdout is piped"));
+        let stderr = Drain::start(child.stderr.take().expect("stderr is piped"));
+        let ended = wait(&child, self.timeout, true);
+        drop(group);
         let drained_by = Instant::now() + DRAIN_GRACE;
-        let status = child.wait();
+        let waited = error::io(format!("cannot wait for `{}`", self.display()));
+        let status = child.wait().map_err(waited)?;
         let stdout = stdout.finish(drained_by);
         let mut output = stderr.finish(drained_by);
-        let status = status.map_err(|error| {
-            Error::bad_input(format!("cannot wait for `{}`: {error}", self.display()))
-        })?;
         let timed_out = match ended? {
             Ended::Exited => false,
             Ended::TimedOut => true,
-            Ended::Interrupted(signal) => {
-                return Err(Error::interrupted(signal).context(format!(
-                    "`{}` in {} was stopped",
-                    self.display(),
-                    self.dir.display()
-                )));
-            }
+            Ended::Interrupted(signal) => return Err(Error::interrupted(signal)),
         };
         if !status.success()
             && !timed_out
@@ -137,8 +111,6 @@ impl Invocation<'_> {
         })
     }
 
-    /// Starts the command in a process group of its own, stdin empty and
-    /// both outputs piped, building in the absolute target folder.
     fn spawn(&self) -> Result<Child> {
         let (program, args) = self
             .command
@@ -148,12 +120,10 @@ impl Invocation<'_> {
             ("cargo", Some(cargo)) => cargo,
             _ => program.into(),
         };
-        let target_dir = std::path::absolute(self.target_dir).map_err(|error| {
-            Error::bad_input(format!(
-                "cannot resolve the target folder {}: {error}",
-                self.target_dir.display()
-            ))
-        })?;
+        let target_dir = std::path::absolute(self.target_dir).map_err(error::io(format!(
+            "cannot resolve the target folder {}",
+            self.target_dir.display()
+        )))?;
         let mut command = Command::new(&program);
         command
             .args(args)
@@ -166,39 +136,24 @@ impl Invocation<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        command.spawn().map_err(|error| {
+        command.spawn().map_err(error::io_said(|error| {
             let dir = self.dir.display().to_string();
             let why = if !self.dir.is_dir() {
                 say::run_folder_gone(&dir)
-            } else if error.kind() == std::io::ErrorKind::NotFound {
-                say::program_not_found(
-                    &program.to_string_lossy(),
-                    &format!(
-                        "{}/NN/{}",
-                        crate::repo::CHECKPOINTS_DIR,
-                        crate::chapter::MANIFEST_FILE
-                    ),
-                )
+            } else if error.kind() == io::ErrorKind::NotFound {
+                say::program_not_found(&program.to_string_lossy())
             } else {
                 error.to_string()
             };
-            let message = say::cannot_run(&self.display(), &dir, &why);
-            if crate::error::is_environment(&error) {
-                Error::environment(message)
-            } else {
-                Error::bad_input(message)
-            }
-        })
+            say::cannot_run(&self.display(), &dir, &why)
+        }))
     }
 }
 
-/// Runs `command` to its end with stdin empty and stdout and stderr
-/// inherited, so its output shows as it comes (cargo building, then what it
-/// runs), with no time limit and in a process group of its own, like
-/// [`Invocation::run`]. A signal meanwhile is passed on to the group, which
-/// gets [`STOP_GRACE`] to end on its own (an xtask in it cleans up), before
-/// the group is killed and [`Error::interrupted`] returned. `what` names the
-/// command in messages.
+/// Runs `command` to its end, its output shown as it comes, with no time
+/// limit, in a process group of its own. A signal meanwhile is passed on to
+/// the group (SIGQUIT as SIGTERM: no core dumps), which gets [`STOP_GRACE`]
+/// to end on its own (an xtask in it cleans up) before it is killed.
 pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let _section = signals::defer();
     signals::check()?;
@@ -207,38 +162,29 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
         .process_group(0)
         .spawn()
         .map_err(|error| Error::bad_input(format!("cannot run {what}: {error}")))?;
-    let mut group = Group(Some(child.id()));
-    let ended = wait(&child, Duration::MAX);
+    let group = Group(Pid::from_child(&child));
+    let ended = wait(&child, Duration::MAX, true);
     if let Ok(Ended::Interrupted(signal)) = ended {
-        // SIGQUIT would make cargo and rustc dump core: they get SIGTERM.
-        match Signal::from_named_raw(signal) {
-            Some(Signal::QUIT) => group.signal(Signal::TERM),
-            Some(signal) => group.signal(signal),
-            None => {}
-        }
-        // Until the leader exits, whatever signal arrives; the rest of the
-        // group is killed below either way.
-        let _ = poll(&child, STOP_GRACE, false);
+        let signal = Signal::from_named_raw(signal).filter(|signal| *signal != Signal::QUIT);
+        let _ = rustix::process::kill_process_group(group.0, signal.unwrap_or(Signal::TERM));
+        let _ = wait(&child, STOP_GRACE, false);
     }
-    // The leader is not reaped yet, so its group id still names our group.
-    group.end();
-    let status = child.wait();
+    drop(group);
+    let status = child
+        .wait()
+        .map_err(error::io(format!("cannot wait for {what}")))?;
     if let Ended::Interrupted(signal) = ended? {
-        return Err(Error::interrupted(signal).context(format!("{what} was stopped")));
+        return Err(Error::interrupted(signal));
     }
-    let status =
-        status.map_err(|error| Error::bad_input(format!("cannot wait for {what}: {error}")))?;
     match environment_failure(status, "") {
         Some(why) => Err(Error::environment(format!("{what} failed: {why}"))),
         None => Ok(status),
     }
 }
 
-/// Why a child that failed failed because of the machine, not the input:
-/// it was killed by a signal no user sent (SIGINT, from a terminal's
-/// Ctrl-C, is the user's; the kernel's SIGKILL or SIGXFSZ are not), or its
-/// own error output (`stderr`, cargo's and rustc's, never a test's report)
-/// names an operating-system failure of the machine.
+/// Why a failed child failed because of the machine, not the input: killed
+/// by a signal no user sent (SIGINT is the user's), or its `stderr` (cargo's
+/// and rustc's, never a test's report) names an OS failure.
 pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
     use std::os::unix::process::ExitStatusExt;
     if let Some(signal) = status.signal().filter(|signal| *signal != libc::SIGINT) {
@@ -267,24 +213,20 @@ pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
         .map(|line| line.trim().to_string())
 }
 
-/// Waits until the child exits (without reaping it), the timeout passes or
-/// a signal arrives.
-fn wait(child: &Child, timeout: Duration) -> Result<Ended> {
-    poll(child, timeout, true)
-}
-
-/// [`wait`], heeding signals or not.
-fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
+/// Waits until the child exits, the timeout passes or (when `heed_signals`)
+/// a signal arrives. The child is not reaped (`WNOWAIT`): it stays a zombie,
+/// so its pid, and its process group's id, cannot be reused before the
+/// [`Group`] is killed.
+fn wait(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
-    // Short runs end soon after they exit: the pause doubles from 100 µs up
-    // to POLL, so a quick command is not rounded up to a whole POLL.
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    // Doubling from 100 µs: a quick command is not rounded up to a POLL.
     let mut pause = Duration::from_micros(100);
     loop {
-        let exited = has_exited(child.id()).map_err(|error| {
-            Error::bad_input(format!("cannot wait for process {}: {error}", child.id()))
-        })?;
-        if exited {
-            return Ok(Ended::Exited);
+        match rustix::process::waitid(WaitId::Pid(Pid::from_child(child)), options) {
+            Ok(Some(_)) => return Ok(Ended::Exited),
+            Ok(None) | Err(rustix::io::Errno::INTR) => {}
+            Err(errno) => return Err(error::io("cannot wait for a child")(errno.into())),
         }
         if let Some(signal) = signals::received().filter(|_| heed_signals) {
             return Ok(Ended::Interrupted(signal));
@@ -297,78 +239,37 @@ fn poll(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     }
 }
 
-/// True once process `pid` (our child) has exited; it stays a zombie, not
-/// reaped, so its pid (and process group id) cannot be reused yet.
-fn has_exited(pid: u32) -> io::Result<bool> {
-    let pid = pid_of(pid)?;
-    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-    match rustix::process::waitid(WaitId::Pid(pid), options) {
-        // `None` while the child runs (WNOHANG).
-        Ok(status) => Ok(status.is_some()),
-        Err(rustix::io::Errno::INTR) => Ok(false),
-        Err(errno) => Err(errno.into()),
-    }
-}
-
-/// A child's pid as rustix takes it.
-fn pid_of(pid: u32) -> io::Result<Pid> {
-    i32::try_from(pid)
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no such pid {pid}")))
-}
-
-/// The process group a child leads. [`Group::end`] kills it (SIGKILL)
-/// before the leader is reaped; dropping it unended (a panic) does the same.
-struct Group(Option<u32>);
-
-impl Group {
-    /// Sends `signal` to the group, leaving it to end on its own.
-    fn signal(&self, signal: Signal) {
-        if let Some(leader) = self.0.and_then(|leader| pid_of(leader).ok()) {
-            // Our own child's group, whose leader is not reaped yet; ESRCH
-            // (already gone) is fine.
-            let _ = rustix::process::kill_process_group(leader, signal);
-        }
-    }
-
-    fn end(&mut self) {
-        self.signal(Signal::KILL);
-        self.0 = None;
-    }
-}
+/// The process group a child leads, killed (SIGKILL) when this is dropped:
+/// drop it before the leader is reaped, while its id still names the group.
+struct Group(Pid);
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.end();
+        // ESRCH (already gone) is fine.
+        let _ = rustix::process::kill_process_group(self.0, Signal::KILL);
     }
 }
 
 /// Reads a pipe to its end on a thread of its own, keeping a bounded part
-/// of what it reads ([`Kept`]), so endless output costs no more memory.
+/// of what it reads ([`Kept`]).
 struct Drain {
     kept: Arc<Mutex<Kept>>,
     done: mpsc::Receiver<()>,
 }
 
 impl Drain {
-    fn start(pipe: Option<impl Read + Send + 'static>) -> Self {
+    fn start(mut pipe: impl Read + Send + 'static) -> Self {
         let kept = Arc::new(Mutex::new(Kept::default()));
         let (sender, done) = mpsc::channel();
         let sink = Arc::clone(&kept);
         thread::spawn(move || {
-            if let Some(mut pipe) = pipe {
-                let mut chunk = vec![0u8; 64 * 1024];
-                loop {
-                    match pipe.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(n) => sink
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .push(&chunk[..n]),
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    }
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => lock(&sink).push(&chunk[..n]),
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
             }
             let _ = sender.send(());
@@ -381,14 +282,12 @@ impl Drain {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let kept = std::mem::take(
-            &mut *self
-                .kept
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        kept.into_text()
+        std::mem::take(&mut *lock(&self.kept)).into_text()
     }
+}
+
+fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
+    kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The first and the last [`KEEP`] bytes of a stream, and how many bytes
@@ -402,17 +301,10 @@ struct Kept {
 }
 
 impl Kept {
+    /// Keeps `bytes` (a read's chunk, much smaller than [`KEEP`]).
     fn push(&mut self, bytes: &[u8]) {
         let (head, rest) = bytes.split_at(bytes.len().min(KEEP - self.head.len()));
         self.head.extend_from_slice(head);
-        let rest = match rest.len().checked_sub(KEEP) {
-            Some(over) => {
-                self.left_out += (self.tail.len() + over) as u64;
-                self.tail.clear();
-                &rest[over..]
-            }
-            None => rest,
-        };
         self.tail.extend(rest);
         let over = self.tail.len().saturating_sub(KEEP);
         self.tail.drain(..over);

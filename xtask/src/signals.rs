@@ -1,17 +1,12 @@
 //! SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
 //! (Ctrl-\), handled so that nothing is left behind.
 //!
-//! Outside a [`Deferred`] section a signal ends the process at once, as it
-//! would by default: there is nothing to clean up. Inside one (a child
-//! process runs, a practice folder is half written, a fault is applied) the
-//! handler only records the signal. The section's code notices it
-//! ([`check`], [`interrupted`]), stops its children, removes what it made and
-//! returns [`Error::interrupted`]; when the last section ends, the process
-//! exits with 128 + the signal (130 for SIGINT, 143 for SIGTERM, 129 for
-//! SIGHUP, 131 for SIGQUIT), the code a shell reports for a command the
-//! signal ended.
+//! Outside a [`Deferred`] section a signal ends the process at once: there
+//! is nothing to clean up. Inside one (a child runs, a practice folder is
+//! half written, a fault is applied) the handler only records it; the code
+//! notices ([`check`]), stops its children, removes what it made, and when
+//! the last section ends the process exits with 128 + the signal.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use libc::c_int;
@@ -24,29 +19,16 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// How many [`Deferred`] sections are open.
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// The signals that ask the process to stop.
 const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
-/// Installs the handlers for the [`HANDLED`] signals; call once, first thing
-/// in `main`.
-///
-/// Dispositions are not taken from the parent, with one exception: a
-/// SIGHUP this process was started with ignored (`nohup`) stays ignored. A
-/// SIGINT or SIGQUIT ignored at start (a background job `cmd &` of a
-/// non-interactive shell) is handled all the same, so a signal sent to
-/// xtask always stops it cleanly; and since exec resets a handled signal to
-/// its default, every child xtask starts gets the default disposition too
-/// instead of the inherited "ignore" (a test's `trap` works again).
-///
-/// Why not a crate: `signal-hook` is not in the dependency graph (xtask is
-/// built on every fresh clone), and rustix offers no safe handler
-/// installation; this is one `sigaction` call per signal.
+/// Installs the handlers, first thing in `main`. A SIGHUP ignored at start
+/// (`nohup`) stays ignored; any other inherited "ignore" is replaced, so the
+/// children (exec resets a handled signal) get the defaults back. Raw
+/// `sigaction`: rustix has no safe handler installation.
 pub fn install() {
-    // SAFETY: sigaction(2) with a zeroed struct (a valid sigaction), an
-    // empty mask and a handler that only touches atomics and calls `_exit`,
-    // all async-signal-safe; the old action is read into a zeroed struct.
-    // Nothing else runs yet (first thing in main), so no handler is
-    // replaced under another thread's feet.
+    // SAFETY: sigaction(2) with zeroed (valid) structs and a handler that
+    // only touches atomics and calls `_exit`, all async-signal-safe; no
+    // other thread runs yet.
     unsafe {
         for signal in HANDLED.map(Signal::as_raw) {
             let mut old: libc::sigaction = std::mem::zeroed();
@@ -60,11 +42,9 @@ pub fn install() {
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
-        // SIGXFSZ (a write past `ulimit -f`) would end the process mid-write,
-        // leaving a lock or a half-written folder behind. Ignored, the write
-        // fails with EFBIG instead, an error like a full disk (exit 3), and
-        // cleanups run. SIG_IGN survives exec, so the children (git, cargo,
-        // rustc) fail the same way and clean up their own locks.
+        // Ignored, a write past `ulimit -f` fails with EFBIG (exit 3, cleanups
+        // run) instead of ending the process mid-write; SIG_IGN survives
+        // exec, so the children fail the same way.
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
@@ -80,24 +60,13 @@ extern "C" fn handle(signal: c_int) {
 
 /// The signal that asked the process to stop, if one arrived.
 pub fn received() -> Option<i32> {
-    match RECEIVED.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
-/// True once one of the [`HANDLED`] signals arrived.
-pub fn interrupted() -> bool {
-    received().is_some()
-}
-
-/// `Err(Error::interrupted(..))` once a signal arrived: put it, with `?`, in
-/// every loop of a [`Deferred`] section.
+/// `Err(Error::interrupted(..))` once a signal arrived: for every loop of a
+/// [`Deferred`] section.
 pub fn check() -> Result<()> {
-    match received() {
-        Some(signal) => Err(Error::interrupted(signal)),
-        None => Ok(()),
-    }
+    received().map_or(Ok(()), |signal| Err(Error::interrupted(signal)))
 }
 
 /// Ends the process now with 128 + the signal if one arrived, after a line
@@ -105,22 +74,19 @@ pub fn check() -> Result<()> {
 /// runs); inside a section, return [`check`]'s error instead so cleanups run.
 pub fn exit_if_interrupted() {
     if let Some(signal) = received() {
-        exit_now(signal);
+        let error = Error::interrupted(signal);
+        let prefix = crate::learner_text::basic::error_prefix();
+        crate::out::note(format_args!("{prefix}{error}"));
+        std::process::exit(i32::from(error.exit_code()))
     }
 }
 
 /// While a value of this type lives, the [`HANDLED`] signals are recorded
 /// instead of ending the process, so the code holding it can clean up.
-/// Create it *before* what it protects, so it is dropped after it:
-///
-/// ```ignore
-/// let _section = signals::defer();
-/// let staging = TempDir::new()?; // removed on the way out, then we exit
-/// ```
+/// Create it *before* what it protects, so it is dropped after it.
 #[must_use = "the section ends when this value is dropped"]
 pub struct Deferred(());
 
-/// Opens a [`Deferred`] section.
 pub fn defer() -> Deferred {
     SECTIONS.fetch_add(1, Ordering::SeqCst);
     Deferred(())
@@ -133,16 +99,6 @@ impl Drop for Deferred {
             exit_if_interrupted();
         }
     }
-}
-
-fn exit_now(signal: i32) -> ! {
-    let _ = writeln!(
-        std::io::stderr(),
-        "{}{}",
-        crate::learner_text::basic::error_prefix(),
-        Error::interrupted(signal)
-    );
-    std::process::exit(i32::from(Error::interrupted(signal).exit_code()))
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ impl Watcher {
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
         let mut last_change = None;
         loop {
-            if signals::interrupted() {
+            if signals::received().is_some() {
                 return false;
             }
             if self.changed() {

@@ -144,8 +144,6 @@ fn commit_subjects_reach_the_terminal_with_control_characters_escaped() {
     fixture.commit("Skeleton \u{1b}[2J\u{1b}[31mred\rforged");
     fixture.write("course/tests/t.rs", "// focused\n");
     fixture.commit("course(01): a \u{1b}]0;title\u{7} b");
-    // (A title with a control character is a manifest problem, exit 2: see
-    // verify_steps.rs; here the manifest is plain and the commits are not.)
     fixture.write_manifest("01", &common::manifest("01", "course/tests/t.rs", &[]));
     let run = fixture.xtask(&["list"]);
     run.success();

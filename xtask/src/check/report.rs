@@ -47,7 +47,7 @@ impl cli::Check {
             outln!("{}", say::tests_unverifiable(&position.chapter));
         }
         if position.timed_out {
-            outln!("{}", say::timed_out(self.timeout()));
+            outln!("{}", say::timed_out(self.limit.duration()));
         } else if position.compiled {
             outln!("{}", say::COMPILES);
         } else if !position.errors.is_empty() {

@@ -1,18 +1,13 @@
-//! Who reads (the audience `main` sets once) and the sentences raised by the
-//! tool's bottom modules: `error` (an interrupt), `signals`, `repo` and
-//! `locate`. This module imports nothing of the crate, so those modules can
-//! speak the learner's language without depending on anything above them.
+//! Who reads (the audience `main` sets once) and the sentences of the bottom
+//! modules (`error`, `signals`, `out`, `repo`, `locate`); it imports nothing
+//! of the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-// --- Who reads ---
-
-/// Who a command speaks to.
+/// Who a command speaks to: a learner in Chinese, an author in English.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Audience {
-    /// A learner command: Chinese.
     Learner,
-    /// An author command: English.
     Author,
 }
 
@@ -23,35 +18,29 @@ pub fn set_audience(audience: Audience) {
     LEARNER.store(audience == Audience::Learner, Ordering::Relaxed);
 }
 
-/// True when this process runs a learner command.
 pub fn for_learner() -> bool {
     LEARNER.load(Ordering::Relaxed)
 }
 
 /// `zh` for a learner, `en` for an author.
-pub fn pick(zh: impl FnOnce() -> String, en: impl FnOnce() -> String) -> String {
-    if for_learner() { zh() } else { en() }
+pub fn pick(zh: String, en: String) -> String {
+    if for_learner() { zh } else { en }
 }
 
-/// The prefix of a note on stderr (not an error).
 pub fn note_prefix() -> &'static str {
     if for_learner() { "注意：" } else { "note: " }
 }
 
-/// Standard output failed (full, or broken), so the report is lost; the
-/// command's verdict still stands in its exit status.
+/// Standard output failed (full, or broken): the report is lost.
 pub fn report_lost(error: &str) -> String {
     pick(
-        || format!("报告没能写到标准输出（{error}）；退出码仍是本次运行的结论"),
-        || {
-            format!(
-                "the report could not be written to standard output ({error}); the exit status is still the verdict"
-            )
-        },
+        format!("报告没能写到标准输出（{error}）；退出码仍是本次运行的结论"),
+        format!(
+            "the report could not be written to standard output ({error}); the exit status is still the verdict"
+        ),
     )
 }
 
-/// The prefix of an error line on stderr.
 pub fn error_prefix() -> &'static str {
     if for_learner() {
         "错误："
@@ -62,84 +51,69 @@ pub fn error_prefix() -> &'static str {
 
 pub fn current_dir_unreadable(error: &std::io::Error) -> String {
     pick(
-        || format!("读不到当前目录（{}）：换到课程仓库里再运行", io_kind(error)),
-        || format!("cannot read the current directory: {error}"),
+        format!("读不到当前目录（{}）：换到课程仓库里再运行", io_kind(error)),
+        format!("cannot read the current directory: {error}"),
     )
 }
 
 /// `start` is not inside a git repository. `repo.rs` raises it.
 pub fn not_in_repository(start: &str) -> String {
     pick(
-        || format!("{start} 不在 git 仓库里：cargo xtask 要在课程仓库里运行（先 cd 到课程仓库）"),
-        || {
-            format!(
-                "{start} is not inside a git repository: run xtask from inside the course repository"
-            )
-        },
+        format!("{start} 不在 git 仓库里：cargo xtask 要在课程仓库里运行（先 cd 到课程仓库）"),
+        format!(
+            "{start} is not inside a git repository: run xtask from inside the course repository"
+        ),
     )
 }
 
 /// The repository has no commits. `repo.rs` raises it.
 pub fn repository_without_commits(root: &str) -> String {
     pick(
-        || format!("{root} 的仓库还没有任何提交：这不是课程仓库，请在课程仓库里运行"),
-        || {
-            format!(
-                "the repository at {root} has no commits yet: commit the course (with its course(NN): checkpoints) first"
-            )
-        },
+        format!("{root} 的仓库还没有任何提交：这不是课程仓库，请在课程仓库里运行"),
+        format!(
+            "the repository at {root} has no commits yet: commit the course (with its course(NN): checkpoints) first"
+        ),
     )
 }
 
 /// HEAD is a branch with no commits while other branches have some.
 pub fn unborn_head(branch: &str) -> String {
     pick(
-        || {
-            format!(
-                "当前分支 `{branch}` 还没有任何提交：切换到存放课程历史的分支（例如 `git switch main`）再运行"
-            )
-        },
-        || {
-            format!(
-                "HEAD is on `{branch}`, which has no commits yet: switch to the branch holding \
-                 the course's history (e.g. `git switch main`); nothing was changed"
-            )
-        },
+        format!(
+            "当前分支 `{branch}` 还没有任何提交：切换到存放课程历史的分支（例如 `git switch main`）再运行"
+        ),
+        format!(
+            "HEAD is on `{branch}`, which has no commits yet: switch to the branch holding \
+             the course's history (e.g. `git switch main`); nothing was changed"
+        ),
     )
 }
 
 /// No `course(NN):` commit reachable from HEAD. `locate.rs` raises it.
 /// `id` is the chapter (`03`), `prefix` its subject prefix (`course(03):`).
 pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
+    if shallow {
+        return pick(
+            format!(
+                "找不到第 {id} 章的提交（`{prefix}`）：这是一个浅克隆，历史不全；\
+                 运行 `git fetch --unshallow` 取回完整历史再试"
+            ),
+            format!(
+                "no commit reachable from HEAD has a subject starting with `{prefix}`: this is a shallow \
+                 clone, so the checkpoint may lie beyond its history; fetch the full history with \
+                 `git fetch --unshallow` and try again"
+            ),
+        );
+    }
     pick(
-        || {
-            if shallow {
-                format!(
-                    "找不到第 {id} 章的提交（`{prefix}`）：这是一个浅克隆，历史不全；\
-                     运行 `git fetch --unshallow` 取回完整历史再试"
-                )
-            } else {
-                format!(
-                    "从 HEAD 出发找不到第 {id} 章的提交（`{prefix}`）：当前分支的历史里没有它。\
-                     切换到存放课程历史的分支（例如 `git switch main`）再试；哪个分支都没有的话，请告诉课程作者"
-                )
-            }
-        },
-        || {
-            let mut message =
-                format!("no commit reachable from HEAD has a subject starting with `{prefix}`");
-            if shallow {
-                message.push_str(
-                    ": this is a shallow clone, so the checkpoint may lie beyond its history; \
-                     fetch the full history with `git fetch --unshallow` and try again",
-                );
-            } else {
-                message.push_str(&format!(
-                    ": cut chapter {id}'s checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
-                ));
-            }
-            message
-        },
+        format!(
+            "从 HEAD 出发找不到第 {id} 章的提交（`{prefix}`）：当前分支的历史里没有它。\
+             切换到存放课程历史的分支（例如 `git switch main`）再试；哪个分支都没有的话，请告诉课程作者"
+        ),
+        format!(
+            "no commit reachable from HEAD has a subject starting with `{prefix}`: cut chapter {id}'s \
+             checkpoint (a commit `{prefix} …` on top of the previous chapter's state)"
+        ),
     )
 }
 
@@ -147,83 +121,42 @@ pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
 /// `locate.rs` raises it.
 pub fn target_parent_not_fetched(id: &str, short: &str) -> String {
     pick(
-        || {
-            format!(
-                "第 {id} 章的终点 {short} 在这个浅克隆里没有父提交（起点）：\
-                 运行 `git fetch --unshallow` 取回完整历史再试"
-            )
-        },
-        || {
-            format!(
-                "chapter {id}'s target {short} has no parent in this shallow clone: \
-                 fetch the full history with `git fetch --unshallow` and try again"
-            )
-        },
+        format!(
+            "第 {id} 章的终点 {short} 在这个浅克隆里没有父提交（起点）：\
+             运行 `git fetch --unshallow` 取回完整历史再试"
+        ),
+        format!(
+            "chapter {id}'s target {short} has no parent in this shallow clone: \
+             fetch the full history with `git fetch --unshallow` and try again"
+        ),
     )
 }
 
 /// Chapter `id`'s target `short` is a root commit. `locate.rs` raises it.
 pub fn target_is_root(id: &str, short: &str) -> String {
     pick(
-        || {
-            format!(
-                "第 {id} 章的终点 {short} 是仓库的第一个提交，前面没有起点：\
-                 这个检查点切得不对，请告诉课程作者"
-            )
-        },
-        || {
-            format!(
-                "chapter {id}'s target {short} is a root commit: a checkpoint needs the previous chapter's state as its parent"
-            )
-        },
+        format!(
+            "第 {id} 章的终点 {short} 是仓库的第一个提交，前面没有起点：\
+             这个检查点切得不对，请告诉课程作者"
+        ),
+        format!(
+            "chapter {id}'s target {short} is a root commit: a checkpoint needs the previous chapter's state as its parent"
+        ),
     )
 }
 
-/// The parent of chapter `id`'s target `short` is not in the clone.
-pub fn target_parent_missing(id: &str, short: &str) -> String {
-    pick(
-        || {
-            format!(
-                "第 {id} 章的终点 {short} 的父提交（起点）不在这个克隆里：\
-                 运行 `git fetch --unshallow` 取回完整历史再试"
-            )
-        },
-        || {
-            format!(
-                "the parent of chapter {id}'s target {short} is missing from this clone: \
-                 fetch the full history with `git fetch --unshallow` and try again"
-            )
-        },
-    )
-}
-
-/// The run was stopped by `signal`. `error.rs` (`Error::interrupted`) and
-/// `signals.rs` (its exit line, after [`error_prefix`]) say it with this.
+/// The run was stopped by `signal` ([`crate::error::Error::interrupted`]).
 pub fn interrupted(signal: i32) -> String {
     let (zh, en) = match signal {
         libc::SIGINT => ("Ctrl-C", "SIGINT (Ctrl-C)"),
         libc::SIGTERM => ("SIGTERM", "SIGTERM"),
         libc::SIGHUP => ("终端关闭（SIGHUP）", "SIGHUP (the terminal closed)"),
         libc::SIGQUIT => ("Ctrl-\\（SIGQUIT）", "SIGQUIT (Ctrl-\\)"),
-        _ => ("", ""),
+        _ => ("信号", "a signal"),
     };
     pick(
-        || {
-            let by = if zh.is_empty() {
-                format!("信号 {signal}")
-            } else {
-                zh.to_string()
-            };
-            format!("已被 {by} 中断：启动的进程都已结束，没有留下做了一半的东西")
-        },
-        || {
-            let by = if en.is_empty() {
-                format!("signal {signal}")
-            } else {
-                en.to_string()
-            };
-            format!("interrupted by {by}: stopped, leaving nothing running and nothing half made")
-        },
+        format!("已被 {zh} 中断：启动的进程都已结束，没有留下做了一半的东西"),
+        format!("interrupted by {en}: stopped, leaving nothing running and nothing half made"),
     )
 }
 

@@ -1,12 +1,10 @@
-//! The help a learner reads, in the course's language. `cli.rs` names these
-//! texts in its attributes, so each flag's help is written once, here: the
-//! learner commands' and the top level's. [`for_learner`] lays the help out
-//! with Chinese headings and, in the top-level list, marks the author
-//! commands (whose own `--help` stays English, for authors) as theirs.
+//! The help a learner reads, in the course's language: `cli.rs` names these
+//! texts in its attributes, so each flag's help is written once, here.
+//! [`for_learner`] lays the help out with Chinese headings and marks the
+//! author commands (whose own `--help` stays English) in the top-level list.
 
 use clap::{Arg, ArgAction, Command};
 
-/// The top level: what the tool is.
 pub const ROOT: &str = "课程的检查点工具：找到一章、创建练习目录、检查进度、看提示、和参考答案对照";
 pub const CHECKPOINT: &str = "找到一章的起点和终点：本章改动哪些文件，怎样练习";
 pub const PRACTICE: &str =
@@ -27,7 +25,8 @@ pub const ANYWAY: &str = "本章还没完成也要对照";
 /// `--timeout`, which learner and author commands share: its learner text.
 const TIMEOUT: &str = "一次运行最多多少秒；超时就结束它启动的整个进程树";
 
-/// The author commands' entries in the top-level list, by name.
+/// The author commands (`cli::audience_of`) and their entries in the
+/// learner's top-level list; every other command is a learner's.
 const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     (
         "list",
@@ -41,57 +40,31 @@ const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     ("recut", "（作者用）重新切出一章，并在上面重放后面的每一章"),
 ];
 
-/// How a learner command's help is laid out: clap's layout, Chinese headings.
-pub const TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}";
-
-/// The top-level help: the learner commands first (in `cli.rs`'s order),
-/// then the author commands, marked.
-const ROOT_TEMPLATE: &str = "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
-    一个命令的参数：cargo xtask 命令 --help";
-
 /// `command` (the whole command line) as a learner reads it: Chinese
 /// headings and help flags, the author commands marked in the top-level
 /// list, a default value said in Chinese.
-pub fn for_learner(command: Command, is_learner: impl Fn(&str) -> bool) -> Command {
-    let names: Vec<String> = command
-        .get_subcommands()
-        .map(|subcommand| subcommand.get_name().to_string())
-        .collect();
-    let mut command = command
-        .help_template(ROOT_TEMPLATE)
+pub fn for_learner(command: Command) -> Command {
+    command
+        .help_template(
+            "{about}\n\n用法：{usage}\n\n命令：\n{subcommands}\n\n选项：\n{options}\n\n\
+             一个命令的参数：cargo xtask 命令 --help",
+        )
         .subcommand_value_name("命令")
         .disable_help_flag(true)
         .arg(help_flag())
-        .disable_version_flag(true)
-        .arg(
-            Arg::new("version")
-                .short('V')
-                .long("version")
-                .action(ArgAction::Version)
-                .help("显示版本"),
-        );
-    for name in names.iter().filter(|name| is_learner(name)) {
-        command = command.mut_subcommand(name, |subcommand| {
-            let ids: Vec<String> = subcommand
-                .get_arguments()
-                .map(|arg| arg.get_id().to_string())
-                .collect();
-            let subcommand = ids.iter().fold(subcommand, |subcommand, id| {
-                subcommand.mut_arg(id, |arg| {
-                    let arg = if id == "secs" { arg.help(TIMEOUT) } else { arg };
-                    default_in_chinese(arg)
-                })
-            });
+        .mut_subcommands(|subcommand| {
+            let name = subcommand.get_name();
+            if let Some((_, entry)) = AUTHOR_ENTRIES.iter().find(|(author, _)| *author == name) {
+                return subcommand.about(*entry);
+            }
             subcommand
-                .help_template(TEMPLATE)
+                .mut_args(in_chinese)
+                .help_template(
+                    "{about}\n\n用法：{usage}\n\n参数：\n{positionals}\n\n选项：\n{options}",
+                )
                 .disable_help_flag(true)
                 .arg(help_flag())
-        });
-    }
-    for (name, entry) in AUTHOR_ENTRIES {
-        command = command.mut_subcommand(name, |subcommand| subcommand.about(entry));
-    }
-    command
+        })
 }
 
 fn help_flag() -> Arg {
@@ -102,20 +75,21 @@ fn help_flag() -> Arg {
         .help("显示这份说明")
 }
 
-/// `arg` with its default value (if any) said in Chinese instead of
-/// clap's "[default: …]".
-fn default_in_chinese(arg: Arg) -> Arg {
-    let defaults: Vec<String> = arg
-        .get_default_values()
-        .iter()
-        .map(|value| value.to_string_lossy().into_owned())
-        .collect();
-    if defaults.is_empty() || !arg.get_action().takes_values() {
-        return arg;
+/// `arg` as a learner reads it: `--timeout`'s help, a default value said in
+/// Chinese instead of clap's "[default: …]".
+fn in_chinese(arg: Arg) -> Arg {
+    let arg = match arg.get_id().as_str() {
+        "secs" => arg.help(TIMEOUT),
+        _ => arg,
+    };
+    match arg.get_default_values() {
+        [default] if arg.get_action().takes_values() => {
+            let text = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let text = format!("{text}（默认 {}）", default.to_string_lossy());
+            arg.help(text).hide_default_value(true)
+        }
+        _ => arg,
     }
-    let text = arg.get_help().map(ToString::to_string).unwrap_or_default();
-    arg.help(format!("{text}（默认 {}）", defaults.join("、")))
-        .hide_default_value(true)
 }
 
 #[cfg(test)]

@@ -137,13 +137,13 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
                 manifest::shown(filter)
             }
         };
-        let what = format!("step {} ({label})", step.shown_id());
+        let what = format!("step {} ({label})", manifest::shown(&step.id));
         let report = work
             .passing(chapter, "steps", &dir, &command)
             .map_err(|error| error.context(&what))?;
         let passed = counted(&report, Some(step.expected_tests), &what)?;
         let expected = step.expected_tests;
-        shown.push(format!("{} {label} {passed}/{expected}", step.shown_id()));
+        shown.push(format!("{} {label} {passed}/{expected}", manifest::shown(&step.id)));
     }
     Ok(shown.join(", "))
 }

@@ -96,7 +96,7 @@ impl cli::Verify {
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let options = Options {
             ids: self.ids.clone(),
-            timeout: self.timeout(),
+            timeout: self.limit.duration(),
         };
         run(repo, &options)?.show(self.json)
     }
