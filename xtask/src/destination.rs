@@ -1,16 +1,15 @@
 //! Where a practice folder goes. DIR is resolved and checked before
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
-//! beside it (`.NAME.practice-<random>`, removed on an error or an
-//! interrupt) and renamed into place. An existing empty DIR is kept (its
-//! mode, owner and inode): the content's entries are moved into it, and
-//! moved back out if one cannot be.
+//! beside it (`.practice-<random>`, removed on an error or an interrupt) and
+//! renamed into place. An existing empty DIR is kept (its mode, owner and
+//! inode): the content's entries are moved into it, and moved back out if
+//! one cannot be.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::ErrorKind;
+use std::io::{self, ErrorKind};
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
@@ -20,12 +19,6 @@ use tempfile::TempDir;
 use crate::error::{self, Error, Result};
 use crate::learner_text::{self as say, PracticeStep};
 use crate::repo::CourseRepo;
-
-/// What marks a staging folder's name: `.NAME` + this + `<random>`.
-const STAGING_MARK: &str = ".practice-";
-/// How many bytes of DIR's name a staging folder's name keeps, so a DIR
-/// name up to the 255-byte limit still leaves room for the rest.
-const NAME_KEPT: usize = 100;
 
 /// DIR, resolved.
 #[derive(Debug)]
@@ -40,16 +33,17 @@ pub struct Destination {
     exists: bool,
 }
 
+/// The error for `practice` failing to do `step` at `path`.
+pub fn failed(step: PracticeStep, path: &Path) -> impl FnOnce(io::Error) -> Error {
+    error::io_said(move |error| say::practice_io(step, &path.display().to_string(), error))
+}
+
 impl Destination {
     /// Resolves `dir` from `here` (the current directory, canonical).
     /// Nothing is created: a missing `a/../b` is simply `b`.
     pub fn resolve(dir: &Path, here: &Path) -> Result<Self> {
-        let mut existing = if dir.is_absolute() {
-            PathBuf::from("/")
-        } else {
-            here.to_path_buf()
-        };
-        let mut missing: Vec<OsString> = Vec::new();
+        let mut existing = here.to_path_buf();
+        let mut missing: Vec<&OsStr> = Vec::new();
         for component in dir.components() {
             match component {
                 Component::Prefix(_) | Component::RootDir => {
@@ -67,39 +61,31 @@ impl Destination {
                     match fs::symlink_metadata(&next) {
                         Ok(_) => {
                             existing = next.canonicalize().map_err(|error| {
+                                let shown = next.display().to_string();
                                 Error::bad_input(say::practice_io(
                                     PracticeStep::Resolve,
-                                    &next.display().to_string(),
+                                    &shown,
                                     &error,
                                 ))
                             })?;
                         }
-                        Err(error) if error.kind() == ErrorKind::NotFound => {
-                            missing.push(name.to_os_string());
-                        }
-                        Err(error) => {
-                            return Err(error::io_said(|error| {
-                                say::practice_io(
-                                    PracticeStep::Inspect,
-                                    &next.display().to_string(),
-                                    error,
-                                )
-                            })(error));
-                        }
+                        Err(error) if error.kind() == ErrorKind::NotFound => missing.push(name),
+                        Err(error) => return Err(failed(PracticeStep::Inspect, &next)(error)),
                     }
                 }
-                Component::Normal(name) => missing.push(name.to_os_string()),
+                Component::Normal(name) => missing.push(name),
             }
         }
         let exists = missing.is_empty();
         let mut path = existing;
-        let mut missing_parents = Vec::new();
-        for (index, name) in missing.iter().enumerate() {
-            path.push(name);
-            if index + 1 < missing.len() {
-                missing_parents.push(path.clone());
-            }
-        }
+        let mut missing_parents: Vec<PathBuf> = missing
+            .into_iter()
+            .map(|name| {
+                path.push(name);
+                path.clone()
+            })
+            .collect();
+        missing_parents.pop();
         Ok(Destination {
             path,
             missing_parents,
@@ -112,7 +98,7 @@ impl Destination {
     /// a folder that is not empty. Touches nothing.
     pub fn check(&self, repo: &CourseRepo, here: &Path) -> Result<()> {
         let dir = &self.path;
-        let shown = dir.display();
+        let shown = dir.display().to_string();
         let git_folders = [repo.git.path(), repo.git.commondir()].map(|folder| {
             folder
                 .canonicalize()
@@ -122,28 +108,26 @@ impl Destination {
             matches!(component, Component::Normal(name) if name.as_encoded_bytes().eq_ignore_ascii_case(b".git"))
         }) || git_folders.iter().any(|folder| dir.starts_with(folder));
         if in_git {
-            return Err(Error::bad_input(say::dir_in_git(&shown.to_string())));
+            return Err(Error::bad_input(say::dir_in_git(&shown)));
         }
         if dir == here {
-            return Err(Error::bad_input(say::dir_is_current(&shown.to_string())));
+            return Err(Error::bad_input(say::dir_is_current(&shown)));
         }
         if repo.canonical_root.starts_with(dir) {
-            return Err(Error::bad_input(say::dir_is_repository(&shown.to_string())));
+            return Err(Error::bad_input(say::dir_is_repository(&shown)));
         }
-        if self.exists {
-            check_empty_folder(dir)?;
+        if !self.exists {
+            return Ok(());
+        }
+        let meta = fs::symlink_metadata(dir).map_err(failed(PracticeStep::Inspect, dir))?;
+        if !meta.is_dir() {
+            return Err(Error::bad_input(say::dir_not_a_folder(&shown)));
+        }
+        let mut entries = fs::read_dir(dir).map_err(failed(PracticeStep::Read, dir))?;
+        if entries.next().is_some() {
+            return Err(Error::bad_input(say::dir_not_empty(&shown)));
         }
         Ok(())
-    }
-
-    /// The folder that will hold DIR.
-    fn folder(&self) -> &Path {
-        self.path.parent().unwrap_or(Path::new("/"))
-    }
-
-    /// DIR's own name.
-    pub fn name(&self) -> &OsStr {
-        self.path.file_name().unwrap_or(OsStr::new("practice"))
     }
 
     /// Creates the missing folders on the way to DIR. They are removed
@@ -155,53 +139,35 @@ impl Destination {
                 Ok(()) => created.0.push(folder.clone()),
                 // A concurrent run made it: theirs, not ours to remove.
                 Err(error) if error.kind() == ErrorKind::AlreadyExists && folder.is_dir() => {}
-                Err(error) => {
-                    return Err(error::io_said(|error| {
-                        say::practice_io(
-                            PracticeStep::CreateParent,
-                            &folder.display().to_string(),
-                            error,
-                        )
-                    })(error));
-                }
+                Err(error) => return Err(failed(PracticeStep::CreateParent, folder)(error)),
             }
         }
         Ok(created)
     }
 
-    /// A new, empty staging folder beside DIR.
-    pub fn staging(&self) -> Result<Staging> {
-        let staging = tempfile::Builder::new()
-            .prefix(&staging_prefix(self.name()))
-            .rand_bytes(8)
-            .tempdir_in(self.folder())
-            .map_err(error::io_said(|error| {
-                say::practice_io(
-                    PracticeStep::Staging,
-                    &self.folder().display().to_string(),
-                    error,
-                )
-            }))?;
-        Ok(Staging(staging))
+    /// A new, empty staging folder beside DIR, removed with all it holds
+    /// when dropped.
+    pub fn staging(&self) -> Result<TempDir> {
+        let folder = self.path.parent().unwrap_or(Path::new("/"));
+        tempfile::Builder::new()
+            .prefix(".practice-")
+            .tempdir_in(folder)
+            .map_err(failed(PracticeStep::Staging, folder))
     }
 
     /// Puts the finished staging folder's content at DIR: the folder renamed
     /// to DIR when DIR did not exist, else its entries moved into the
-    /// existing empty DIR, which keeps its mode and owner. If DIR was
-    /// created or filled in the meantime (another run was faster), this
-    /// run's copy is removed and DIR left as it is.
-    pub fn move_into_place(&self, staging: Staging) -> Result<()> {
+    /// existing empty DIR. If DIR was created or filled in the meantime
+    /// (another run was faster), this run's copy is removed and DIR left as
+    /// it is.
+    pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
         let moved = if self.exists {
             fill(staging.path(), &self.path)
         } else {
-            fs::rename(staging.path(), &self.path)
-        };
-        if moved.is_ok() && !self.exists {
             // Renamed away: nothing is left to remove.
-            let _ = staging.0.keep();
-        }
+            fs::rename(staging.path(), &self.path).map(|()| drop(staging.keep()))
+        };
         match moved {
-            Ok(()) => Ok(()),
             Err(error)
                 if matches!(
                     Errno::from_io_error(&error),
@@ -212,55 +178,37 @@ impl Destination {
                     &self.path.display().to_string(),
                 )))
             }
-            Err(error) => Err(error::io_said(|error| {
-                say::practice_io(
-                    PracticeStep::MoveIntoPlace,
-                    &self.path.display().to_string(),
-                    error,
-                )
-            })(error)),
+            moved => moved.map_err(failed(PracticeStep::MoveIntoPlace, &self.path)),
         }
-    }
-}
-
-/// A staging folder: removed with all it holds when dropped.
-pub struct Staging(TempDir);
-
-impl Staging {
-    /// The folder to build the practice folder's content in.
-    pub fn path(&self) -> &Path {
-        self.0.path()
     }
 }
 
 /// Moves every entry of `content` into the existing folder `dir` (opened
 /// without following a symlink), never replacing anything there. If one
 /// cannot be moved, those already moved go back, so `dir` is left as it was.
-fn fill(content: &Path, dir: &Path) -> std::io::Result<()> {
+fn fill(content: &Path, dir: &Path) -> io::Result<()> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let from = rustix::fs::open(content, flags, Mode::empty())?;
     let to = rustix::fs::open(dir, flags, Mode::empty())?;
     let names = fs::read_dir(content)?
         .map(|entry| entry.map(|entry| entry.file_name()))
-        .collect::<std::io::Result<Vec<OsString>>>()?;
-    let mut moved: Vec<&OsString> = Vec::new();
-    for name in &names {
+        .collect::<io::Result<Vec<OsString>>>()?;
+    for (done, name) in names.iter().enumerate() {
         if let Err(error) = rename_no_replace(&from, name, &to) {
-            for name in moved.iter().rev() {
+            for name in names[..done].iter().rev() {
                 let _ = rename_no_replace(&to, name, &from);
             }
             return Err(error);
         }
-        moved.push(name);
     }
     Ok(())
 }
 
 /// Renames `name` from folder `from` to folder `to`, failing with EEXIST
 /// when `to` has an entry of that name.
-fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> std::io::Result<()> {
+fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> io::Result<()> {
     match rustix::fs::renameat_with(from, name, to, name, RenameFlags::NOREPLACE) {
-        // A file system without RENAME_NOREPLACE: look, then rename.
+        // A file system without RENAME_NOREPLACE (NFS): look, then rename.
         Err(Errno::INVAL) => match rustix::fs::statat(to, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(_) => Err(Errno::EXIST.into()),
             Err(Errno::NOENT) => Ok(rustix::fs::renameat(from, name, to, name)?),
@@ -268,27 +216,6 @@ fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> std::io::Res
         },
         done => Ok(done?),
     }
-}
-
-/// Refuses a destination that holds anything: existing work is never overwritten.
-fn check_empty_folder(dir: &Path) -> Result<()> {
-    let meta = fs::symlink_metadata(dir).map_err(error::io_said(|error| {
-        say::practice_io(PracticeStep::Inspect, &dir.display().to_string(), error)
-    }))?;
-    if !meta.is_dir() {
-        return Err(Error::bad_input(say::dir_not_a_folder(
-            &dir.display().to_string(),
-        )));
-    }
-    let mut entries = fs::read_dir(dir).map_err(error::io_said(|error| {
-        say::practice_io(PracticeStep::Read, &dir.display().to_string(), error)
-    }))?;
-    if entries.next().is_some() {
-        return Err(Error::bad_input(say::dir_not_empty(
-            &dir.display().to_string(),
-        )));
-    }
-    Ok(())
 }
 
 /// Folders a run created on the way to DIR; removed (if still empty),
@@ -312,48 +239,9 @@ impl Drop for CreatedFolders {
     }
 }
 
-/// `.NAME.practice-`, the start of every staging folder's name for a DIR
-/// named `name`; NAME is cut to [`NAME_KEPT`] bytes (at a character's start).
-fn staging_prefix(name: &OsStr) -> OsString {
-    let name = name.as_bytes();
-    let mut end = name.len().min(NAME_KEPT);
-    // A UTF-8 continuation byte (0b10xxxxxx) is no character's start.
-    while end > 0 && end < name.len() && name[end] & 0xC0 == 0x80 {
-        end -= 1;
-    }
-    let mut prefix = Vec::with_capacity(end + 1 + STAGING_MARK.len());
-    prefix.push(b'.');
-    prefix.extend_from_slice(&name[..end]);
-    prefix.extend_from_slice(STAGING_MARK.as_bytes());
-    OsString::from_vec(prefix)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_long_name_is_cut_at_a_character_start() {
-        assert_eq!(
-            staging_prefix(OsStr::new(&"a".repeat(240))),
-            OsString::from(format!(".{}.practice-", "a".repeat(100)))
-        );
-        // 33 three-byte characters are 99 bytes; a 34th would pass 100.
-        assert_eq!(
-            staging_prefix(OsStr::new(&"练".repeat(80))),
-            OsString::from(format!(".{}.practice-", "练".repeat(33)))
-        );
-        // Nothing but continuation bytes: cut to nothing, never below it.
-        assert_eq!(
-            staging_prefix(OsStr::from_bytes(&[0x80; 120])).as_bytes(),
-            b"..practice-"
-        );
-        let not_utf8 = OsStr::from_bytes(b"\xff\xfe lab");
-        assert_eq!(
-            staging_prefix(not_utf8).as_bytes(),
-            b".\xff\xfe lab.practice-"
-        );
-    }
 
     #[test]
     fn resolving_applies_dot_dot_to_missing_names_and_follows_existing_links() {

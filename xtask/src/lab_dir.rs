@@ -32,8 +32,12 @@ fn lab_chapter(lab: &Path) -> Option<ChapterId> {
     let line = text
         .lines()
         .find(|line| line.trim_start().starts_with("chapter"))?;
-    let (_, value) = line.split_once('=')?;
-    value.trim().trim_matches('"').parse().ok()
+    line.split_once('=')?
+        .1
+        .trim()
+        .trim_matches('"')
+        .parse()
+        .ok()
 }
 
 /// Resolves DIR against the current folder, then against the repository
@@ -46,43 +50,40 @@ pub fn find_lab(
     command: &str,
 ) -> Result<PathBuf> {
     let here = std::env::current_dir().unwrap_or_default();
-    let root = repo.canonical_root.clone();
+    let root = &repo.canonical_root;
     let id = manifest.id.to_string();
+    let labs = || labs_in_sight(&here, root);
+    let show = |path: &Path| escape_control(&path.display().to_string()).into_owned();
     let found = [here.join(dir), repo.root.join(dir)]
         .into_iter()
         .find(|candidate| candidate.is_dir())
         .and_then(|candidate| candidate.canonicalize().ok());
     let Some(lab) = found else {
+        let root = root.display().to_string();
         return Err(Error::bad_input(say::no_such_lab(
-            &escape_control(&dir.display().to_string()),
+            &show(dir),
             &id,
-            &root.display().to_string(),
-            &labs_in_sight(&here, &root),
+            &root,
+            &labs(),
         )));
     };
-    if lab == root || root.starts_with(&lab) {
+    let shown = show(&lab);
+    if root.starts_with(&lab) {
         return Err(Error::bad_input(say::is_the_repository(
-            &escape_control(&lab.display().to_string()),
+            &shown,
             &id,
-            &labs_in_sight(&here, &root),
+            &labs(),
         )));
     }
     if !is_lab(&lab) {
-        return Err(Error::bad_input(say::not_a_lab(
-            &escape_control(&lab.display().to_string()),
-            &id,
-            &labs_in_sight(&here, &root),
-        )));
+        return Err(Error::bad_input(say::not_a_lab(&shown, &id, &labs())));
     }
     if let Some(chapter) = lab_chapter(&lab).filter(|chapter| *chapter != manifest.id) {
+        let dir = crate::out::shell_word(&dir.display().to_string());
+        let fits = format!("cargo xtask {command} {chapter} {dir}");
+        let theirs = chapter.to_string();
         return Err(Error::bad_input(say::lab_of_another_chapter(
-            &escape_control(&lab.display().to_string()),
-            &chapter.to_string(),
-            &id,
-            &format!(
-                "cargo xtask {command} {chapter} {}",
-                crate::out::shell_word(&dir.display().to_string())
-            ),
+            &shown, &theirs, &id, &fits,
         )));
     }
     Ok(lab)

@@ -78,17 +78,9 @@ pub fn practice_next_steps(
     guide: &str,
     lab_from_here: &str,
     run: &str,
-    root: &str,
-    lab_from_root: &str,
+    lab: &LabPointer<'_>,
 ) -> String {
-    let pointer = lab_pointer_lines(
-        chapter,
-        &LabPointer {
-            root,
-            lab_from_root,
-        },
-        "     ",
-    );
+    let pointer = lab_pointer_lines(chapter, lab, "     ");
     format!(
         "下一步：\n  \
          1. 阅读 {guide}。\n  \
