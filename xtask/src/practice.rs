@@ -14,17 +14,15 @@ use crate::chapter;
 use crate::cli;
 use crate::destination::Destination;
 use crate::error::{Error, Result};
-use crate::exclude::{self, Excluded};
+use crate::exclude;
 use crate::lab;
 use crate::lab_dir;
 use crate::learner_text::{self as say, LabPointer};
-use crate::locate::{self, Checkpoint};
-use crate::manifest::Manifest;
+use crate::locate;
 use crate::out::{self, escape_control, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
 use crate::safe_fs;
 use crate::signals;
-use crate::tree::Written;
 
 impl cli::Practice {
     /// Runs the command: creates the folder and prints the next steps.
@@ -81,72 +79,47 @@ impl cli::Practice {
             parents.keep();
             (written, excluded)
         };
-        print_next_steps(
-            &manifest,
-            &checkpoint,
-            dir,
-            &here,
+        // What was made: where it starts, what was added to it, what it
+        // left out; then the next steps.
+        let id = manifest.id.to_string();
+        let target = &checkpoint.target.short;
+        let (title, shown) = (&manifest.title, dir.display().to_string());
+        let ready = say::practice_ready(&id, &escape_control(title), &escape_control(&shown));
+        outln!("{ready}");
+        let base = &checkpoint.base(manifest.mode).short;
+        let (files, symlinks) = (written.files, written.symlinks);
+        let start = say::practice_start(manifest.id, manifest.mode, base, files, symlinks);
+        outln!("  {start}");
+        let focused_test = manifest.focused_test.as_str();
+        outln!("  {}", say::practice_added(target, focused_test));
+        for test in manifest.lab_tests().into_iter().skip(1) {
+            outln!("  {}", say::practice_added_step_test(test.as_str()));
+        }
+        for file in &manifest.lab_files {
+            outln!("  {}", say::practice_added_lab_file(target, file.as_str()));
+        }
+        for submodule in &written.submodules {
+            outln!("  {}", say::practice_submodule(submodule));
+        }
+        if let Some(excluded) = &excluded {
+            let (file, added) = (excluded.file.display().to_string(), excluded.added);
+            outln!(
+                "  {}",
+                say::practice_excluded(&excluded.pattern, added, &file)
+            );
+        }
+        let lab_from_here = relative_or_absolute(dir, &here);
+        let guide = format!("{lab_from_here}/{}", chapter::GUIDE_FILE);
+        let run: Vec<String> = manifest.run.iter().map(|word| shell_word(word)).collect();
+        let steps = say::practice_next_steps(
+            &id,
+            &shell_word(&guide),
+            &shell_word(&lab_from_here),
+            &run.join(" "),
             &pointer,
-            &written,
-            excluded,
         );
+        outln!("\n{steps}");
+        out::flush();
         Ok(())
     }
-}
-
-/// What `practice` made (where it starts, what was added to it, what it
-/// left out), then the learner's next steps.
-fn print_next_steps(
-    manifest: &Manifest,
-    checkpoint: &Checkpoint,
-    dir: &Path,
-    here: &Path,
-    pointer: &LabPointer<'_>,
-    written: &Written,
-    excluded: Option<Excluded>,
-) {
-    let id = manifest.id.to_string();
-    let target = &checkpoint.target.short;
-    let shown = dir.display().to_string();
-    let title = escape_control(&manifest.title);
-    outln!(
-        "{}",
-        say::practice_ready(&id, &title, &escape_control(&shown))
-    );
-    let base = &checkpoint.base(manifest.mode).short;
-    let (files, symlinks) = (written.files, written.symlinks);
-    let start = say::practice_start(manifest.id, manifest.mode, base, files, symlinks);
-    outln!("  {start}");
-    let focused_test = manifest.focused_test.as_str();
-    outln!("  {}", say::practice_added(target, focused_test));
-    for test in manifest.lab_tests().into_iter().skip(1) {
-        outln!("  {}", say::practice_added_step_test(test.as_str()));
-    }
-    for file in &manifest.lab_files {
-        outln!("  {}", say::practice_added_lab_file(target, file.as_str()));
-    }
-    for submodule in &written.submodules {
-        outln!("  {}", say::practice_submodule(submodule));
-    }
-    if let Some(Excluded {
-        pattern,
-        file,
-        added,
-    }) = excluded
-    {
-        let file = file.display().to_string();
-        outln!("  {}", say::practice_excluded(&pattern, added, &file));
-    }
-    let lab_from_here = relative_or_absolute(dir, here);
-    let guide = format!("{lab_from_here}/{}", chapter::GUIDE_FILE);
-    let run: Vec<String> = manifest.run.iter().map(|word| shell_word(word)).collect();
-    let steps = say::practice_next_steps(
-        &id,
-        &shell_word(&guide),
-        &shell_word(&lab_from_here),
-        &run.join(" "),
-        pointer,
-    );
-    outln!("\n{steps}");
-    out::flush();
 }

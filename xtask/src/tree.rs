@@ -1,6 +1,6 @@
 //! Git trees: the one home of git's file modes and of the executable-bit
-//! rule ([`is_executable`]), writing a tree into a folder byte for byte,
-//! and listing one.
+//! rule ([`file_mode`]), writing a tree into a folder byte for byte, and
+//! listing one.
 //!
 //! Blobs are written straight from the object database: no checkout, no
 //! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
@@ -41,28 +41,14 @@ pub const MODE_SYMLINK: i32 = 0o120000;
 /// A submodule: the id is a commit of another repository.
 pub const MODE_GITLINK: i32 = 0o160000;
 
-/// True when a file with these permission bits (`st_mode`) is committed as
-/// executable. Git looks at the owner's execute bit only (`S_IXUSR`): a file
-/// that only its group or others may execute is a plain file.
-pub fn is_executable(permissions: u32) -> bool {
-    permissions & 0o100 != 0
-}
-
-/// The git mode of a regular file with these permission bits.
+/// The git mode of a regular file with these permission bits (`st_mode`):
+/// git looks at the owner's execute bit only (`S_IXUSR`), so a file that
+/// only its group or others may execute is a plain file.
 pub fn file_mode(permissions: u32) -> i32 {
-    if is_executable(permissions) {
+    if permissions & 0o100 != 0 {
         MODE_EXECUTABLE
     } else {
         MODE_FILE
-    }
-}
-
-/// The permission bits a file of git mode `mode` is written with.
-pub fn permissions_for(mode: i32) -> u32 {
-    if mode == MODE_EXECUTABLE {
-        0o755
-    } else {
-        0o644
     }
 }
 
@@ -121,7 +107,11 @@ pub fn write_tree(
                 OpenOptions::new()
                     .write(true)
                     .create_new(true)
-                    .mode(permissions_for(mode))
+                    .mode(if mode == MODE_EXECUTABLE {
+                        0o755
+                    } else {
+                        0o644
+                    })
                     .open(&path)
                     .and_then(|mut file| file.write_all(&content))
                     .map_err(failed)?;
@@ -230,22 +220,14 @@ mod tests {
 
     #[test]
     fn only_the_owners_execute_bit_makes_a_file_executable() {
-        assert!(is_executable(0o100755));
-        assert!(is_executable(0o744));
-        assert!(!is_executable(0o644));
-        // Group or others may execute, the owner may not: git commits 100644.
-        assert!(!is_executable(0o654));
-        assert!(!is_executable(0o645));
+        assert_eq!(file_mode(0o100755), MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o744), MODE_EXECUTABLE);
         assert_eq!(file_mode(0o700), MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o644), MODE_FILE);
+        // Group or others may execute, the owner may not: git commits 100644.
+        assert_eq!(file_mode(0o654), MODE_FILE);
+        assert_eq!(file_mode(0o645), MODE_FILE);
         assert_eq!(file_mode(0o611), MODE_FILE);
-    }
-
-    #[test]
-    fn modes_map_to_the_permissions_written_and_back() {
-        assert_eq!(permissions_for(MODE_EXECUTABLE), 0o755);
-        assert_eq!(permissions_for(MODE_FILE), 0o644);
-        assert_eq!(permissions_for(MODE_GROUP_WRITABLE), 0o644);
-        assert_eq!(file_mode(permissions_for(MODE_EXECUTABLE)), MODE_EXECUTABLE);
         assert_eq!(normal_mode(MODE_GROUP_WRITABLE), MODE_FILE);
         assert_eq!(normal_mode(MODE_SYMLINK), MODE_SYMLINK);
     }
