@@ -23,7 +23,7 @@ pub struct Destination {
     /// then the names that do not exist yet, as typed (`..` applied).
     pub path: PathBuf,
     /// The folders between the existing part and DIR that do not exist yet,
-    /// outermost first.
+    /// innermost first.
     missing_parents: Vec<PathBuf>,
     /// DIR exists (as an empty folder, once [`Destination::check`] passed).
     exists: bool,
@@ -72,20 +72,13 @@ impl Destination {
                 Component::Normal(name) => missing.push(name),
             }
         }
-        let exists = missing.is_empty();
-        let mut path = existing;
-        let mut missing_parents: Vec<PathBuf> = missing
-            .into_iter()
-            .map(|name| {
-                path.push(name);
-                path.clone()
-            })
-            .collect();
-        missing_parents.pop();
+        let path = missing.iter().fold(existing, |path, name| path.join(name));
+        let parents = missing.len().saturating_sub(1);
+        let missing_parents = path.ancestors().skip(1).take(parents);
         Ok(Destination {
+            missing_parents: missing_parents.map(Path::to_path_buf).collect(),
+            exists: missing.is_empty(),
             path,
-            missing_parents,
-            exists,
         })
     }
 
@@ -95,11 +88,8 @@ impl Destination {
     pub fn check(&self, repo: &CourseRepo, here: &Path) -> Result<()> {
         let dir = &self.path;
         let shown = dir.display().to_string();
-        let git_folders = [repo.git.path(), repo.git.commondir()].map(|folder| {
-            folder
-                .canonicalize()
-                .unwrap_or_else(|_| folder.to_path_buf())
-        });
+        let canonical = |folder: &Path| folder.canonicalize().unwrap_or(folder.to_path_buf());
+        let git_folders = [repo.git.path(), repo.git.commondir()].map(canonical);
         let in_git = dir.components().any(|component| {
             matches!(component, Component::Normal(name) if name.as_encoded_bytes().eq_ignore_ascii_case(b".git"))
         }) || git_folders.iter().any(|folder| dir.starts_with(folder));
@@ -130,7 +120,7 @@ impl Destination {
     /// again when the returned value is dropped, unless it is kept.
     pub fn create_parents(&self) -> Result<CreatedFolders> {
         let mut created = CreatedFolders(Vec::new());
-        for folder in &self.missing_parents {
+        for folder in self.missing_parents.iter().rev() {
             match fs::create_dir(folder) {
                 Ok(()) => created.0.push(folder.clone()),
                 // A concurrent run made it: theirs, not ours to remove.
@@ -162,23 +152,17 @@ impl Destination {
         {
             fs::set_permissions(staging.path(), meta.permissions()).map_err(failed())?;
         }
-        match fs::rename(staging.path(), &self.path) {
+        let Err(error) = fs::rename(staging.path(), &self.path) else {
             // Renamed away: nothing is left to remove.
-            Ok(()) => {
-                let _ = staging.keep();
-                Ok(())
+            let _ = staging.keep();
+            return Ok(());
+        };
+        match Errno::from_io_error(&error) {
+            Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => {
+                let shown = self.path.display().to_string();
+                Err(Error::bad_input(say::dir_filled_meanwhile(&shown)))
             }
-            Err(error)
-                if matches!(
-                    Errno::from_io_error(&error),
-                    Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR)
-                ) =>
-            {
-                Err(Error::bad_input(say::dir_filled_meanwhile(
-                    &self.path.display().to_string(),
-                )))
-            }
-            Err(error) => Err(failed()(error)),
+            _ => Err(failed()(error)),
         }
     }
 }
@@ -222,7 +206,7 @@ mod tests {
 
         let dest = resolve("a/b/c");
         assert_eq!(dest.path, here.join("a/b/c"));
-        assert_eq!(dest.missing_parents, [here.join("a"), here.join("a/b")]);
+        assert_eq!(dest.missing_parents, [here.join("a/b"), here.join("a")]);
 
         // `new` is missing: `new/b` is below it even when `./b` exists.
         fs::create_dir(here.join("b")).unwrap();

@@ -34,9 +34,8 @@ pub fn pattern_for(relative: &Path) -> Result<Vec<u8>> {
         for &byte in name.as_bytes() {
             match byte {
                 b'\n' => {
-                    return Err(Error::bad_input(say::exclude_newline(
-                        &relative.display().to_string(),
-                    )));
+                    let shown = relative.display().to_string();
+                    return Err(Error::bad_input(say::exclude_newline(&shown)));
                 }
                 b'\\' | b'*' | b'?' | b'[' => pattern.extend_from_slice(&[b'\\', byte]),
                 _ => pattern.push(byte),
@@ -62,12 +61,10 @@ pub fn add(git_dir: &Path, pattern: &[u8]) -> Result<Excluded> {
         if present {
             return Ok(false);
         }
-        let mut line = Vec::new();
+        let mut line = [pattern, b"\n"].concat();
         if !existing.is_empty() && !existing.ends_with(b"\n") {
-            line.push(b'\n');
+            line.insert(0, b'\n');
         }
-        line.extend_from_slice(pattern);
-        line.push(b'\n');
         fs::create_dir_all(git_dir.join("info"))?;
         OpenOptions::new()
             .append(true)

@@ -20,11 +20,6 @@ use crate::repo::CourseRepo;
 /// The file at a lab's root that names its chapter.
 pub const MARKER_FILE: &str = ".xtask-lab";
 
-/// The marker's content for a lab of chapter `id`.
-pub fn marker(id: ChapterId) -> String {
-    say::lab_marker(&id.to_string())
-}
-
 /// The chapter the lab at `lab` was made for, when its marker says so.
 fn lab_chapter(lab: &Path) -> Option<ChapterId> {
     let text = crate::safe_fs::read_inside(lab, Path::new(MARKER_FILE)).ok()??;
@@ -32,12 +27,8 @@ fn lab_chapter(lab: &Path) -> Option<ChapterId> {
     let line = text
         .lines()
         .find(|line| line.trim_start().starts_with("chapter"))?;
-    line.split_once('=')?
-        .1
-        .trim()
-        .trim_matches('"')
-        .parse()
-        .ok()
+    let (_, value) = line.split_once('=')?;
+    value.trim().trim_matches('"').parse().ok()
 }
 
 /// Resolves DIR against the current folder, then against the repository
@@ -60,20 +51,13 @@ pub fn find_lab(
         .and_then(|candidate| candidate.canonicalize().ok());
     let Some(lab) = found else {
         let root = root.display().to_string();
-        return Err(Error::bad_input(say::no_such_lab(
-            &show(dir),
-            &id,
-            &root,
-            &labs(),
-        )));
+        let message = say::no_such_lab(&show(dir), &id, &root, &labs());
+        return Err(Error::bad_input(message));
     };
     let shown = show(&lab);
     if root.starts_with(&lab) {
-        return Err(Error::bad_input(say::is_the_repository(
-            &shown,
-            &id,
-            &labs(),
-        )));
+        let message = say::is_the_repository(&shown, &id, &labs());
+        return Err(Error::bad_input(message));
     }
     if !is_lab(&lab) {
         return Err(Error::bad_input(say::not_a_lab(&shown, &id, &labs())));
@@ -81,10 +65,8 @@ pub fn find_lab(
     if let Some(chapter) = lab_chapter(&lab).filter(|chapter| *chapter != manifest.id) {
         let dir = crate::out::shell_word(&dir.display().to_string());
         let fits = format!("cargo xtask {command} {chapter} {dir}");
-        let theirs = chapter.to_string();
-        return Err(Error::bad_input(say::lab_of_another_chapter(
-            &shown, &theirs, &id, &fits,
-        )));
+        let message = say::lab_of_another_chapter(&shown, &chapter.to_string(), &id, &fits);
+        return Err(Error::bad_input(message));
     }
     Ok(lab)
 }
@@ -119,7 +101,7 @@ mod tests {
         let lab = tempfile::tempdir().unwrap();
         assert_eq!(lab_chapter(lab.path()), None);
         let id: ChapterId = "04".parse().unwrap();
-        std::fs::write(lab.path().join(MARKER_FILE), marker(id)).unwrap();
+        std::fs::write(lab.path().join(MARKER_FILE), say::lab_marker("04")).unwrap();
         assert_eq!(lab_chapter(lab.path()), Some(id));
         std::fs::write(lab.path().join(MARKER_FILE), "chapter = nonsense\n").unwrap();
         assert_eq!(lab_chapter(lab.path()), None);

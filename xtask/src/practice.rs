@@ -1,28 +1,16 @@
-//! `practice NN DIR`: an isolated exercise folder — the parent's tree, the
-//! target's test files and `labFiles`, and the learner's guide
-//! ([`lab::build`]); no history, no answer.
-//!
-//! Nothing is written before every check passed (see [`Destination`]); the
-//! folder is built in a staging folder beside DIR and renamed into place, so
-//! a failed or interrupted run (SIGINT, SIGTERM) leaves neither DIR, nor the
-//! staging folder, nor the parent folders it made. Nothing is printed before
-//! DIR is complete and in place.
+//! `practice NN DIR`: an isolated exercise folder ([`lab::build`]): no
+//! history, no answer. Nothing is written before every check passed, a
+//! failed or interrupted run leaves nothing behind (see [`Destination`]),
+//! and nothing is printed before DIR is complete and in place.
 
 use std::path::Path;
 
-use crate::chapter;
-use crate::cli;
 use crate::destination::Destination;
 use crate::error::{Error, Result};
-use crate::exclude;
-use crate::lab;
-use crate::lab_dir;
 use crate::learner_text::{self as say, LabPointer};
-use crate::locate;
 use crate::out::{self, escape_control, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
-use crate::safe_fs;
-use crate::signals;
+use crate::{chapter, cli, exclude, lab, lab_dir, locate, safe_fs, signals};
 
 impl cli::Practice {
     /// Runs the command: creates the folder and prints the next steps.
@@ -68,7 +56,7 @@ impl cli::Practice {
             )?;
             // Written like the tree's files: never through a symlink the
             // tree put at that name.
-            let marker = lab_dir::marker(manifest.id);
+            let marker = say::lab_marker(&manifest.id.to_string());
             let at = Path::new(lab_dir::MARKER_FILE);
             safe_fs::write_inside(staging.path(), at, marker.as_bytes(), 0o644)?;
             let excluded = pattern
@@ -88,7 +76,8 @@ impl cli::Practice {
         outln!("{ready}");
         let base = &checkpoint.base(manifest.mode).short;
         let (files, symlinks) = (written.files, written.symlinks);
-        let start = say::practice_start(manifest.id, manifest.mode, base, files, symlinks);
+        let from = say::practice_from(manifest.id, manifest.mode);
+        let start = say::practice_start(&from, base, files, symlinks);
         outln!("  {start}");
         let focused_test = manifest.focused_test.as_str();
         outln!("  {}", say::practice_added(target, focused_test));

@@ -90,8 +90,6 @@ impl fmt::Display for Refusal {
     }
 }
 
-impl std::error::Error for Refusal {}
-
 /// A refusal is bad input (exit 2), unless the machine failed (a full disk,
 /// a denied permission: exit 3).
 impl From<Refusal> for Error {
@@ -151,33 +149,32 @@ pub fn write_inside(root: &Path, rel: &Path, content: &[u8], mode: u32) -> Resul
     let names = names(rel)?;
     let (last, folders) = names.split_last().expect("names() is never empty");
     let folder = open_folders(root, folders, true)?.expect("folders are created");
-    let io = |errno: Errno| Refusal::new(rel, Reason::Io(errno.into()));
+    let io = |error: io::Error| Refusal::new(rel, Reason::Io(error));
     match rustix::fs::unlinkat(&folder, *last, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => {}
         Err(Errno::ISDIR) => return Err(Refusal::new(rel, Reason::Folder)),
-        Err(errno) => return Err(io(errno)),
+        Err(errno) => return Err(io(errno.into())),
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&folder, *last, flags, Mode::from_raw_mode(mode)).map_err(io)?;
-    File::from(fd)
+    let fd = rustix::fs::openat(&folder, *last, flags, Mode::from_raw_mode(mode));
+    File::from(fd.map_err(|errno| io(errno.into()))?)
         .write_all(content)
-        .map_err(|error| Refusal::new(rel, Reason::Io(error)))
+        .map_err(io)
 }
 
 /// The names of `rel`'s components; only plain names (and `.`) are allowed.
 fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
-    let mut names = Vec::new();
-    for component in rel.components() {
-        match component {
-            Component::Normal(name) => names.push(name),
-            Component::CurDir => {}
-            _ => return Err(Refusal::new(rel, Reason::NotRelative)),
-        }
-    }
-    if names.is_empty() {
-        return Err(Refusal::new(rel, Reason::NotRelative));
-    }
-    Ok(names)
+    let names: Option<Vec<&OsStr>> = rel
+        .components()
+        .filter(|component| *component != Component::CurDir)
+        .map(|component| match component {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    names
+        .filter(|names| !names.is_empty())
+        .ok_or_else(|| Refusal::new(rel, Reason::NotRelative))
 }
 
 /// Opens `root`, then each of `folders` below it without following

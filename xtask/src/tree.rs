@@ -28,13 +28,10 @@ use crate::signals;
 // Git's file modes, as tree entries and index entries carry them: the one
 // vocabulary of the tooling (no `git2::FileMode`, no raw literals elsewhere).
 
-/// A folder (a subtree).
 pub const MODE_TREE: i32 = 0o040000;
-/// A plain file.
 pub const MODE_FILE: i32 = 0o100644;
 /// A plain file in git's legacy group-writable mode.
 pub const MODE_GROUP_WRITABLE: i32 = 0o100664;
-/// An executable file.
 pub const MODE_EXECUTABLE: i32 = 0o100755;
 /// A symlink: the blob is the link's target.
 pub const MODE_SYMLINK: i32 = 0o120000;
