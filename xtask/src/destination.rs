@@ -57,10 +57,9 @@ impl Destination {
                     match fs::symlink_metadata(&next) {
                         Ok(_) => {
                             existing = next.canonicalize().map_err(|error| {
-                                let shown = next.display().to_string();
                                 Error::bad_input(say::practice_io(
                                     PracticeStep::Resolve,
-                                    &shown,
+                                    &next.display().to_string(),
                                     &error,
                                 ))
                             })?;

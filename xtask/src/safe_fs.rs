@@ -164,17 +164,18 @@ pub fn write_inside(root: &Path, rel: &Path, content: &[u8], mode: u32) -> Resul
 
 /// The names of `rel`'s components; only plain names (and `.`) are allowed.
 fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
-    let names: Option<Vec<&OsStr>> = rel
-        .components()
-        .filter(|component| *component != Component::CurDir)
-        .map(|component| match component {
-            Component::Normal(name) => Some(name),
-            _ => None,
-        })
-        .collect();
-    names
-        .filter(|names| !names.is_empty())
-        .ok_or_else(|| Refusal::new(rel, Reason::NotRelative))
+    let mut names = Vec::new();
+    for component in rel.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            Component::CurDir => {}
+            _ => return Err(Refusal::new(rel, Reason::NotRelative)),
+        }
+    }
+    if names.is_empty() {
+        return Err(Refusal::new(rel, Reason::NotRelative));
+    }
+    Ok(names)
 }
 
 /// Opens `root`, then each of `folders` below it without following
