@@ -1,111 +1,85 @@
 //! Keeping a practice folder inside the work tree out of git: one pattern
-//! that matches that folder alone, in the exclude file git actually reads,
-//! appended as one whole line in one write, so two runs at once never lose
-//! each other's line. The file is git's own, read and written as git does.
+//! that matches that folder alone, in the exclude file git reads for every
+//! worktree (`<common git dir>/info/exclude`), appended as one whole line in
+//! one write, so two runs at once never lose each other's line.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
-
-use git2::Repository;
+use std::path::{Path, PathBuf};
 
 use crate::error::{self, Error, Result};
 use crate::learner_text as say;
-
-/// The exclude file, below the common git folder.
-const EXCLUDE_FILE: &str = "info/exclude";
 
 /// The line added (or found) in an exclude file.
 #[derive(Debug)]
 pub struct Excluded {
     /// The pattern, for messages (lossy when the name is not UTF-8).
     pub pattern: String,
-    /// The exclude file.
     pub file: PathBuf,
     /// False when the file already held the pattern.
     pub added: bool,
 }
 
-/// The gitignore pattern that matches the folder `relative` (relative to
-/// the work tree's root) and nothing else: anchored with a leading `/`,
-/// folders only with a trailing `/`, and `\`, `*`, `?`, `[` escaped. The
-/// leading `/` also keeps a name starting with `#` or `!` from being a
+/// The gitignore pattern that matches the folder `relative` (plain names
+/// below the work tree's root) and nothing else: anchored with a leading
+/// `/`, folders only with a trailing `/`, and `\`, `*`, `?`, `[` escaped.
+/// The leading `/` also keeps a name starting with `#` or `!` from being a
 /// comment or a negation, and the trailing `/` keeps trailing spaces. A name
 /// with a newline cannot be written in a pattern: that is bad input.
 pub fn pattern_for(relative: &Path) -> Result<Vec<u8>> {
     let mut pattern = Vec::new();
-    for component in relative.components() {
-        let Component::Normal(name) = component else {
-            return Err(Error::bad_input(say::exclude_not_plain(
-                &relative.display().to_string(),
-            )));
-        };
+    for name in relative {
         pattern.push(b'/');
         for &byte in name.as_bytes() {
             match byte {
                 b'\n' => {
-                    return Err(Error::bad_input(say::exclude_newline(
-                        &relative.display().to_string(),
-                    )));
+                    let shown = relative.display().to_string();
+                    return Err(Error::bad_input(say::exclude_newline(&shown)));
                 }
                 b'\\' | b'*' | b'?' | b'[' => pattern.extend_from_slice(&[b'\\', byte]),
                 _ => pattern.push(byte),
             }
         }
     }
-    if pattern.is_empty() {
-        return Err(Error::bad_input(
-            "cannot exclude the work tree's root itself",
-        ));
-    }
     pattern.push(b'/');
     Ok(pattern)
 }
 
-/// Adds `pattern` (from [`pattern_for`]) to `<common git dir>/info/exclude`,
-/// the file git reads for every worktree of the repository, unless it is
-/// there already.
-pub fn add(git: &Repository, pattern: &[u8]) -> Result<Excluded> {
-    add_in(git.commondir(), pattern)
-}
-
-/// [`add`] for the common git folder `git_dir`.
-fn add_in(git_dir: &Path, pattern: &[u8]) -> Result<Excluded> {
-    let file = git_dir.join(EXCLUDE_FILE);
-    let cannot = |error: io::Error| {
-        let message = say::exclude_unusable(&file.display().to_string(), &error.to_string());
-        if error::is_environment(&error) {
-            Error::environment(message)
-        } else {
-            Error::bad_input(message)
+/// Adds `pattern` (from [`pattern_for`]) to the exclude file of the common
+/// git folder `git_dir`, unless it is there already.
+pub fn add(git_dir: &Path, pattern: &[u8]) -> Result<Excluded> {
+    let file = git_dir.join("info/exclude");
+    let append = || -> io::Result<bool> {
+        let existing = match fs::read(&file) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
+            read => read?,
+        };
+        let present = existing
+            .split(|&byte| byte == b'\n')
+            .any(|line| line.strip_suffix(b"\r").unwrap_or(line) == pattern);
+        if present {
+            return Ok(false);
         }
-    };
-    let existing = match fs::read(&file) {
-        Ok(existing) => existing,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => return Err(cannot(error)),
-    };
-    let shown = String::from_utf8_lossy(pattern).into_owned();
-    let present = existing
-        .split(|&byte| byte == b'\n')
-        .any(|line| line.strip_suffix(b"\r").unwrap_or(line) == pattern);
-    if !present {
-        let mut line = Vec::new();
+        let mut line = [pattern, b"\n"].concat();
         if !existing.is_empty() && !existing.ends_with(b"\n") {
-            line.push(b'\n');
+            line.insert(0, b'\n');
         }
-        line.extend_from_slice(pattern);
-        line.push(b'\n');
-        fs::create_dir_all(git_dir.join("info"))
-            .and_then(|()| OpenOptions::new().append(true).create(true).open(&file))
-            .and_then(|mut opened| opened.write_all(&line))
-            .map_err(cannot)?;
-    }
+        fs::create_dir_all(git_dir.join("info"))?;
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&file)?
+            .write_all(&line)?;
+        Ok(true)
+    };
+    let added = append().map_err(error::io_said(|error| {
+        say::exclude_unusable(&file.display().to_string(), &error.to_string())
+    }))?;
     Ok(Excluded {
-        pattern: shown,
+        pattern: String::from_utf8_lossy(pattern).into_owned(),
         file,
-        added: !present,
+        added,
     })
 }
 
@@ -130,8 +104,6 @@ mod tests {
         assert_eq!(pattern("!bang"), "/!bang/");
         assert_eq!(pattern("trailing "), "/trailing /");
         assert!(pattern_for(Path::new("a\nb")).is_err());
-        assert!(pattern_for(Path::new("")).is_err());
-        assert!(pattern_for(Path::new("../x")).is_err());
     }
 
     /// A git folder as `git init` leaves it, with `info/` as given.
@@ -139,17 +111,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         if let Some(content) = exclude {
             fs::create_dir(dir.path().join("info")).unwrap();
-            fs::write(dir.path().join(EXCLUDE_FILE), content).unwrap();
+            fs::write(dir.path().join("info/exclude"), content).unwrap();
         }
         dir
     }
 
     fn add_lab(dir: &Path) -> Result<Excluded> {
-        add_in(dir, b"/lab/")
+        add(dir, b"/lab/")
     }
 
     fn exclude_of(dir: &Path) -> String {
-        fs::read_to_string(dir.join(EXCLUDE_FILE)).unwrap()
+        fs::read_to_string(dir.join("info/exclude")).unwrap()
     }
 
     #[test]
@@ -157,7 +129,7 @@ mod tests {
         let dir = git_dir(None);
         let excluded = add_lab(dir.path()).unwrap();
         assert!(excluded.added);
-        assert_eq!(excluded.file, dir.path().join(EXCLUDE_FILE));
+        assert_eq!(excluded.file, dir.path().join("info/exclude"));
         assert_eq!(exclude_of(dir.path()), "/lab/\n");
     }
 

@@ -4,12 +4,10 @@
 //!
 //! A lab holds the base tree (the parent's when rebuilding, the target's
 //! when observing) without the tooling, the target's files for the chapter
-//! ([`Manifest::target_files`]: the focused test, each step's own test file
-//! and the `labFiles`, each over the base's version), the chapter's guide
-//! with a header and the course's tutor protocol. Nothing else from the
-//! target, so the answer never leaks. Nothing is written through a symlink
-//! of the base tree: one on the way to a file is refused; one at a file's or
-//! the guide's own path is replaced, never followed.
+//! ([`Manifest::target_files`], each over the base's version), the chapter's
+//! guide with a header and the course's tutor protocol: nothing else from
+//! the target, so the answer never leaks. A symlink of the base tree on the
+//! way to one of these files is refused; one at its own path is replaced.
 
 use std::path::Path;
 
@@ -20,7 +18,7 @@ use crate::locate::Checkpoint;
 use crate::manifest::Manifest;
 use crate::out::escape_control;
 use crate::repo::CourseRepo;
-use crate::safe_fs::{self, Refusal};
+use crate::safe_fs;
 use crate::tree::{self, Written};
 use crate::worlds;
 
@@ -49,42 +47,30 @@ pub fn build(
     let written = tree::write_tree(git, &base_tree, dest, &skip)?;
 
     let target_tree = repo.tree_of(checkpoint.target.oid)?;
+    let mut files = Vec::new();
     for file in manifest.target_files() {
         let file = file.as_str();
         let content = tree::file_at(git, &target_tree, file)?.ok_or_else(|| {
-            Error::bad_input(say::target_lacks_files(
-                manifest.id,
-                &[format!("`{file}`")],
-                &checkpoint.target.short,
-            ))
+            let missing = [format!("`{file}`")];
+            let short = &checkpoint.target.short;
+            Error::bad_input(say::target_lacks_files(manifest.id, &missing, short))
         })?;
-        safe_fs::write_inside(dest, Path::new(file), &content, 0o644)
-            .map_err(|refusal| refused(&refusal, &base_name, file))?;
+        files.push((file, content));
     }
-
-    let with_header = say::guide_with_header(manifest, checkpoint, pointer, &handout.guide);
-    let handed_out = std::iter::once((chapter::GUIDE_FILE, with_header.as_str())).chain(
-        handout
-            .tutor
-            .as_deref()
-            .map(|tutor| (chapter::TUTOR_FILE, tutor)),
-    );
-    for (file, content) in handed_out {
-        safe_fs::write_inside(dest, Path::new(file), content.as_bytes(), 0o644)
-            .map_err(|refusal| refused(&refusal, &base_name, file))?;
+    let guide = say::guide_with_header(manifest, checkpoint, pointer, &handout.guide);
+    files.push((chapter::GUIDE_FILE, guide.into_bytes()));
+    if let Some(tutor) = &handout.tutor {
+        files.push((chapter::TUTOR_FILE, tutor.as_bytes().to_vec()));
+    }
+    for (file, content) in files {
+        safe_fs::write_inside(dest, Path::new(file), &content, 0o644).map_err(|refusal| {
+            let at = refusal.at.display().to_string();
+            Error::bad_input(if refusal.is_symlink() {
+                say::lab_tree_symlink(&base_name, &at, file)
+            } else {
+                say::lab_cannot_add(file, &base_name, &say::refusal(&refusal))
+            })
+        })?;
     }
     Ok(written)
-}
-
-/// The error for a file the lab cannot take.
-fn refused(refusal: &Refusal, base: &str, file: &str) -> Error {
-    if refusal.is_symlink() {
-        Error::bad_input(say::lab_tree_symlink(
-            base,
-            &refusal.at.display().to_string(),
-            file,
-        ))
-    } else {
-        Error::bad_input(say::lab_cannot_add(file, base, &say::refusal(refusal)))
-    }
 }

@@ -20,11 +20,6 @@ use crate::repo::CourseRepo;
 /// The file at a lab's root that names its chapter.
 pub const MARKER_FILE: &str = ".xtask-lab";
 
-/// The marker's content for a lab of chapter `id`.
-pub fn marker(id: ChapterId) -> String {
-    say::lab_marker(&id.to_string())
-}
-
 /// The chapter the lab at `lab` was made for, when its marker says so.
 fn lab_chapter(lab: &Path) -> Option<ChapterId> {
     let text = crate::safe_fs::read_inside(lab, Path::new(MARKER_FILE)).ok()??;
@@ -46,44 +41,32 @@ pub fn find_lab(
     command: &str,
 ) -> Result<PathBuf> {
     let here = std::env::current_dir().unwrap_or_default();
-    let root = repo.canonical_root.clone();
+    let root = &repo.canonical_root;
     let id = manifest.id.to_string();
+    let labs = || labs_in_sight(&here, root);
+    let show = |path: &Path| escape_control(&path.display().to_string()).into_owned();
     let found = [here.join(dir), repo.root.join(dir)]
         .into_iter()
         .find(|candidate| candidate.is_dir())
         .and_then(|candidate| candidate.canonicalize().ok());
     let Some(lab) = found else {
-        return Err(Error::bad_input(say::no_such_lab(
-            &escape_control(&dir.display().to_string()),
-            &id,
-            &root.display().to_string(),
-            &labs_in_sight(&here, &root),
-        )));
+        let root = root.display().to_string();
+        let message = say::no_such_lab(&show(dir), &id, &root, &labs());
+        return Err(Error::bad_input(message));
     };
-    if lab == root || root.starts_with(&lab) {
-        return Err(Error::bad_input(say::is_the_repository(
-            &escape_control(&lab.display().to_string()),
-            &id,
-            &labs_in_sight(&here, &root),
-        )));
+    let shown = show(&lab);
+    if root.starts_with(&lab) {
+        let message = say::is_the_repository(&shown, &id, &labs());
+        return Err(Error::bad_input(message));
     }
     if !is_lab(&lab) {
-        return Err(Error::bad_input(say::not_a_lab(
-            &escape_control(&lab.display().to_string()),
-            &id,
-            &labs_in_sight(&here, &root),
-        )));
+        return Err(Error::bad_input(say::not_a_lab(&shown, &id, &labs())));
     }
     if let Some(chapter) = lab_chapter(&lab).filter(|chapter| *chapter != manifest.id) {
-        return Err(Error::bad_input(say::lab_of_another_chapter(
-            &escape_control(&lab.display().to_string()),
-            &chapter.to_string(),
-            &id,
-            &format!(
-                "cargo xtask {command} {chapter} {}",
-                crate::out::shell_word(&dir.display().to_string())
-            ),
-        )));
+        let dir = crate::out::shell_word(&dir.display().to_string());
+        let fits = format!("cargo xtask {command} {chapter} {dir}");
+        let message = say::lab_of_another_chapter(&shown, &chapter.to_string(), &id, &fits);
+        return Err(Error::bad_input(message));
     }
     Ok(lab)
 }
@@ -118,7 +101,7 @@ mod tests {
         let lab = tempfile::tempdir().unwrap();
         assert_eq!(lab_chapter(lab.path()), None);
         let id: ChapterId = "04".parse().unwrap();
-        std::fs::write(lab.path().join(MARKER_FILE), marker(id)).unwrap();
+        std::fs::write(lab.path().join(MARKER_FILE), say::lab_marker("04")).unwrap();
         assert_eq!(lab_chapter(lab.path()), Some(id));
         std::fs::write(lab.path().join(MARKER_FILE), "chapter = nonsense\n").unwrap();
         assert_eq!(lab_chapter(lab.path()), None);

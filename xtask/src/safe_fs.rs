@@ -5,9 +5,8 @@
 //! (`course -> /elsewhere`, `course -> ..`, `checkpoints/03/LEARNING.md ->
 //! /etc/passwd`) must never make xtask write or read outside. Each
 //! component below the root is opened with `openat(…, O_NOFOLLOW)` from
-//! the folder opened just before it, so a symlink is refused even if it
-//! appears while we walk: there is no gap between checking and using. The
-//! root itself is trusted and may be reached through symlinks.
+//! the folder opened just before it. The root itself is trusted and may be
+//! reached through symlinks.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -16,7 +15,8 @@ use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::error::{self, Error};
 
@@ -37,7 +37,7 @@ pub enum Reason {
     NotAFolder,
     /// A folder where a file was asked for.
     Folder,
-    /// Not a regular file (a fifo, a socket, a device) where one is opened:
+    /// Not a regular file (a fifo, a socket, a device) where one is read:
     /// refused at once, never waited on.
     NotAFile,
     /// The path is absolute, empty or has a `..`.
@@ -46,18 +46,27 @@ pub enum Reason {
 }
 
 impl Refusal {
-    fn new(at: PathBuf, reason: Reason) -> Self {
-        Refusal { at, reason }
+    fn new(at: &Path, reason: Reason) -> Self {
+        Refusal {
+            at: at.to_path_buf(),
+            reason,
+        }
+    }
+
+    /// A failed open of `name` in `folder` (at `at`): a symlink, something
+    /// not a folder on the way, or the error itself.
+    fn opening(folder: &OwnedFd, name: &OsStr, at: &Path, errno: Errno) -> Self {
+        let reason = match errno {
+            _ if rustix::fs::readlinkat(folder, name, Vec::new()).is_ok() => Reason::Symlink,
+            Errno::NOTDIR => Reason::NotAFolder,
+            errno => Reason::Io(errno.into()),
+        };
+        Refusal::new(at, reason)
     }
 
     /// True when a symlink was refused.
     pub fn is_symlink(&self) -> bool {
         matches!(self.reason, Reason::Symlink)
-    }
-
-    /// True when the file (or a folder on the way) does not exist.
-    pub fn is_not_found(&self) -> bool {
-        matches!(&self.reason, Reason::Io(error) if error.kind() == io::ErrorKind::NotFound)
     }
 }
 
@@ -81,8 +90,6 @@ impl fmt::Display for Refusal {
     }
 }
 
-impl std::error::Error for Refusal {}
-
 /// A refusal is bad input (exit 2), unless the machine failed (a full disk,
 /// a denied permission: exit 3).
 impl From<Refusal> for Error {
@@ -96,54 +103,41 @@ impl From<Refusal> for Error {
     }
 }
 
-/// Opens the regular file `rel` below `root` for reading, without
-/// following a symlink and without waiting on a fifo. Creates nothing.
-fn open_read(root: &Path, rel: &Path) -> Result<File, Refusal> {
-    let names = names(rel)?;
-    let (last, folders) = names.split_last().expect("names() is never empty");
-    let at = || rel.to_path_buf();
-    let Some(folder) = open_folders(root, folders, false)? else {
-        let missing = io::Error::from(io::ErrorKind::NotFound);
-        return Err(Refusal::new(at(), Reason::Io(missing)));
-    };
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = open_at(&folder, last, flags, 0o644)
-        .map_err(|error| explain(&folder, last, at(), error, true))?;
-    let file = File::from(fd);
-    let meta = file
-        .metadata()
-        .map_err(|error| Refusal::new(at(), Reason::Io(error)))?;
-    if meta.is_dir() {
-        return Err(Refusal::new(at(), Reason::Folder));
-    }
-    if !meta.is_file() {
-        return Err(Refusal::new(at(), Reason::NotAFile));
-    }
-    Ok(file)
-}
-
 /// Makes `rel` below `root` a real folder and returns its path: creates what
 /// is missing and refuses a symlink (or anything but a folder) on the way.
 /// For folders the tool then uses by path, such as work and build folders
 /// that a checked-out tree or an earlier run could have replaced by a link.
 pub fn folder_inside(root: &Path, rel: &Path) -> Result<PathBuf, Refusal> {
-    let names = names(rel)?;
-    open_folders(root, &names, true)?;
+    open_folders(root, &names(rel)?, true)?;
     Ok(root.join(rel))
 }
 
 /// The content of the regular file `rel` below `root`, or `None` when it (or
 /// a folder on the way) does not exist. Refuses a symlink anywhere below
-/// `root`, and anything but a regular file at the end. Creates nothing.
+/// `root`, and anything but a regular file at the end (a fifo is never
+/// waited on). Creates nothing.
 pub fn read_inside(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, Refusal> {
-    let mut file = match open_read(root, rel) {
-        Ok(file) => file,
-        Err(refusal) if refusal.is_not_found() => return Ok(None),
-        Err(refusal) => return Err(refusal),
+    let names = names(rel)?;
+    let (last, folders) = names.split_last().expect("names() is never empty");
+    let Some(folder) = open_folders(root, folders, false)? else {
+        return Ok(None);
     };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut file = match rustix::fs::openat(&folder, *last, flags, Mode::empty()) {
+        Ok(fd) => File::from(fd),
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(Refusal::opening(&folder, last, rel, errno)),
+    };
+    let io = |error| Refusal::new(rel, Reason::Io(error));
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(Refusal::new(rel, Reason::Folder));
+    }
+    if !meta.is_file() {
+        return Err(Refusal::new(rel, Reason::NotAFile));
+    }
     let mut content = Vec::new();
-    file.read_to_end(&mut content)
-        .map_err(|error| Refusal::new(rel.to_path_buf(), Reason::Io(error)))?;
+    file.read_to_end(&mut content).map_err(io)?;
     Ok(Some(content))
 }
 
@@ -155,22 +149,17 @@ pub fn write_inside(root: &Path, rel: &Path, content: &[u8], mode: u32) -> Resul
     let names = names(rel)?;
     let (last, folders) = names.split_last().expect("names() is never empty");
     let folder = open_folders(root, folders, true)?.expect("folders are created");
-    let at = || rel.to_path_buf();
-    match rustix::fs::statat(&folder, *last, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) if kind(&stat) == FileType::Directory => {
-            return Err(Refusal::new(at(), Reason::Folder));
-        }
-        Ok(_) => rustix::fs::unlinkat(&folder, *last, AtFlags::empty())
-            .map_err(|errno| Refusal::new(at(), Reason::Io(errno.into())))?,
-        Err(errno) if errno == rustix::io::Errno::NOENT => {}
-        Err(errno) => return Err(Refusal::new(at(), Reason::Io(errno.into()))),
+    let io = |error: io::Error| Refusal::new(rel, Reason::Io(error));
+    match rustix::fs::unlinkat(&folder, *last, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(Errno::ISDIR) => return Err(Refusal::new(rel, Reason::Folder)),
+        Err(errno) => return Err(io(errno.into())),
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = open_at(&folder, last, flags, mode)
-        .map_err(|error| explain(&folder, last, at(), error, true))?;
-    File::from(fd)
+    let fd = rustix::fs::openat(&folder, *last, flags, Mode::from_raw_mode(mode));
+    File::from(fd.map_err(|errno| io(errno.into()))?)
         .write_all(content)
-        .map_err(|error| Refusal::new(at(), Reason::Io(error)))
+        .map_err(io)
 }
 
 /// The names of `rel`'s components; only plain names (and `.`) are allowed.
@@ -180,11 +169,11 @@ fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
         match component {
             Component::Normal(name) => names.push(name),
             Component::CurDir => {}
-            _ => return Err(Refusal::new(rel.to_path_buf(), Reason::NotRelative)),
+            _ => return Err(Refusal::new(rel, Reason::NotRelative)),
         }
     }
     if names.is_empty() {
-        return Err(Refusal::new(rel.to_path_buf(), Reason::NotRelative));
+        return Err(Refusal::new(rel, Reason::NotRelative));
     }
     Ok(names)
 }
@@ -192,67 +181,29 @@ fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
 /// Opens `root`, then each of `folders` below it without following
 /// symlinks. A missing folder is created when `create`, else `None`.
 fn open_folders(root: &Path, folders: &[&OsStr], create: bool) -> Result<Option<OwnedFd>, Refusal> {
-    let folder_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let mut folder = rustix::fs::open(root, folder_flags, Mode::empty())
-        .map_err(|errno| Refusal::new(PathBuf::from("."), Reason::Io(errno.into())))?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut folder = rustix::fs::open(root, flags, Mode::empty())
+        .map_err(|errno| Refusal::new(Path::new("."), Reason::Io(errno.into())))?;
     let mut at = PathBuf::new();
     for name in folders {
         at.push(name);
-        let flags = folder_flags | OFlags::NOFOLLOW;
-        let next = match open_at(&folder, name, flags, 0) {
-            Ok(next) => next,
-            Err(error) if error.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                match rustix::fs::mkdirat(&folder, *name, Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                    Err(errno) => return Err(Refusal::new(at, Reason::Io(errno.into()))),
-                }
-                open_at(&folder, name, flags, 0)
-                    .map_err(|error| explain(&folder, name, at.clone(), error, false))?
-            }
-            Err(error) => return Err(explain(&folder, name, at, error, false)),
+        let open = |folder: &OwnedFd| {
+            rustix::fs::openat(folder, *name, flags | OFlags::NOFOLLOW, Mode::empty())
         };
-        folder = next;
+        folder = match open(&folder) {
+            Ok(next) => next,
+            Err(Errno::NOENT) if !create => return Ok(None),
+            Err(Errno::NOENT) => {
+                match rustix::fs::mkdirat(&folder, *name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(errno) => return Err(Refusal::new(&at, Reason::Io(errno.into()))),
+                }
+                open(&folder).map_err(|errno| Refusal::opening(&folder, name, &at, errno))?
+            }
+            Err(errno) => return Err(Refusal::opening(&folder, name, &at, errno)),
+        };
     }
     Ok(Some(folder))
-}
-
-/// Turns a failed open of `name` (the `last` component, or a folder on the
-/// way) into the reason: a symlink, not a folder, not a file, or the error.
-fn explain(folder: &OwnedFd, name: &OsStr, at: PathBuf, error: io::Error, last: bool) -> Refusal {
-    let Ok(stat) = rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW) else {
-        return Refusal::new(at, Reason::Io(error));
-    };
-    let reason = match kind(&stat) {
-        FileType::Symlink => Reason::Symlink,
-        FileType::Directory if last => Reason::Folder,
-        FileType::RegularFile if !last => Reason::NotAFolder,
-        FileType::Directory | FileType::RegularFile => Reason::Io(error),
-        _ if last => Reason::NotAFile,
-        _ => Reason::NotAFolder,
-    };
-    Refusal::new(at, reason)
-}
-
-fn kind(stat: &rustix::fs::Stat) -> FileType {
-    FileType::from_raw_mode(stat.st_mode)
-}
-
-fn open_at(folder: &OwnedFd, name: &OsStr, flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
-    rustix::fs::openat(folder, name, flags, Mode::from_raw_mode(mode)).map_err(io::Error::from)
-}
-
-/// Makes a fifo at `path`, for tests of what is never waited on.
-#[cfg(test)]
-pub fn make_fifo(path: &Path) -> io::Result<()> {
-    let mode = Mode::from_raw_mode(0o644);
-    Ok(rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        FileType::Fifo,
-        mode,
-        0,
-    )?)
 }
 
 #[cfg(test)]
@@ -261,6 +212,20 @@ mod tests {
 
     use std::fs;
     use std::os::unix::fs::symlink;
+
+    use rustix::fs::FileType;
+
+    /// Makes a fifo at `path`, for tests of what is never waited on.
+    fn make_fifo(path: &Path) -> io::Result<()> {
+        let mode = Mode::from_raw_mode(0o644);
+        Ok(rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            FileType::Fifo,
+            mode,
+            0,
+        )?)
+    }
 
     fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let holder = tempfile::tempdir().unwrap();
@@ -347,8 +312,11 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        let refusal = open_read(&root, Path::new("missing/file")).unwrap_err();
-        assert!(refusal.is_not_found(), "{refusal}");
+        assert!(
+            read_inside(&root, Path::new("missing/file"))
+                .unwrap()
+                .is_none()
+        );
         assert!(!root.join("missing").exists(), "no folder made by a read");
     }
 
@@ -387,16 +355,16 @@ mod tests {
     #[test]
     fn a_denied_permission_is_the_environments_failure() {
         let refusal = Refusal::new(
-            PathBuf::from("x"),
+            Path::new("x"),
             Reason::Io(io::Error::from(io::ErrorKind::PermissionDenied)),
         );
         assert_eq!(Error::from(refusal).exit_code(), 3);
         let missing = Reason::Io(io::Error::from(io::ErrorKind::NotFound));
         for reason in [Reason::Symlink, Reason::NotAFile, missing] {
-            let refusal = Refusal::new(PathBuf::from("x"), reason);
+            let refusal = Refusal::new(Path::new("x"), reason);
             assert_eq!(Error::from(refusal).exit_code(), 2);
         }
-        assert!(!Refusal::new(PathBuf::from("x"), Reason::Folder).is_symlink());
+        assert!(!Refusal::new(Path::new("x"), Reason::Folder).is_symlink());
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Git trees: the one home of git's file modes and of the executable-bit
-//! rule ([`is_executable`]), writing a tree into a folder byte for byte,
-//! and listing one.
+//! rule ([`file_mode`]), writing a tree into a folder byte for byte, and
+//! listing one.
 //!
 //! Blobs are written straight from the object database: no checkout, no
 //! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
 //! survive) and checked before anything is written: an entry that could
 //! escape the folder (`..`, `.`, a `/` inside a name, `.git`) is refused.
 //! Every file and folder is created fresh (`create_new`, `create_dir`), so
-//! nothing is written through a symlink. SIGINT/SIGTERM stop the writing
+//! nothing is written through a symlink. SIGINT/SIGTERM stop the walk
 //! between two entries (the caller removes the half-written folder).
 
 use std::collections::BTreeMap;
@@ -18,50 +18,34 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, Tree};
+use git2::{ObjectType, Oid, Repository, Tree, TreeEntry};
 
+use crate::destination::failed;
 use crate::error::{self, Error, Result};
-use crate::learner_text::{self as say, PracticeStep};
+use crate::learner_text::PracticeStep;
 use crate::signals;
 
 // Git's file modes, as tree entries and index entries carry them: the one
 // vocabulary of the tooling (no `git2::FileMode`, no raw literals elsewhere).
 
-/// A folder (a subtree).
 pub const MODE_TREE: i32 = 0o040000;
-/// A plain file.
 pub const MODE_FILE: i32 = 0o100644;
 /// A plain file in git's legacy group-writable mode.
 pub const MODE_GROUP_WRITABLE: i32 = 0o100664;
-/// An executable file.
 pub const MODE_EXECUTABLE: i32 = 0o100755;
 /// A symlink: the blob is the link's target.
 pub const MODE_SYMLINK: i32 = 0o120000;
 /// A submodule: the id is a commit of another repository.
 pub const MODE_GITLINK: i32 = 0o160000;
 
-/// True when a file with these permission bits (`st_mode`) is committed as
-/// executable. Git looks at the owner's execute bit only (`S_IXUSR`): a file
-/// that only its group or others may execute is a plain file.
-pub fn is_executable(permissions: u32) -> bool {
-    permissions & 0o100 != 0
-}
-
-/// The git mode of a regular file with these permission bits.
+/// The git mode of a regular file with these permission bits (`st_mode`):
+/// git looks at the owner's execute bit only (`S_IXUSR`), so a file that
+/// only its group or others may execute is a plain file.
 pub fn file_mode(permissions: u32) -> i32 {
-    if is_executable(permissions) {
+    if permissions & 0o100 != 0 {
         MODE_EXECUTABLE
     } else {
         MODE_FILE
-    }
-}
-
-/// The permission bits a file of git mode `mode` is written with.
-pub fn permissions_for(mode: i32) -> u32 {
-    if mode == MODE_EXECUTABLE {
-        0o755
-    } else {
-        0o644
     }
 }
 
@@ -100,62 +84,84 @@ pub fn write_tree(
     skip: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Written> {
     let mut written = Written::default();
-    write_dir(repo, tree, dest, &mut Vec::new(), skip, &mut written)?;
+    walk(repo, tree, &mut Vec::new(), skip, &mut |at, entry| {
+        let path = dest.join(OsStr::from_bytes(at));
+        let shown = String::from_utf8_lossy(at);
+        let failed = failed(PracticeStep::Write, &path);
+        match entry.filemode() {
+            MODE_TREE => fs::create_dir(&path).map_err(failed)?,
+            MODE_GITLINK => {
+                fs::create_dir(&path).map_err(failed)?;
+                written.submodules.push(shown.into_owned());
+            }
+            MODE_SYMLINK => {
+                let target = read_blob(repo, entry.id(), &shown)?;
+                symlink(OsStr::from_bytes(&target), &path).map_err(failed)?;
+                written.symlinks += 1;
+            }
+            mode => {
+                let content = read_blob(repo, entry.id(), &shown)?;
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(if mode == MODE_EXECUTABLE {
+                        0o755
+                    } else {
+                        0o644
+                    })
+                    .open(&path)
+                    .and_then(|mut file| file.write_all(&content))
+                    .map_err(failed)?;
+                written.files += 1;
+            }
+        }
+        Ok(())
+    })?;
     Ok(written)
 }
 
-fn write_dir(
+/// Every blob of `tree` (files and symlinks) by path, leaving out what `skip` accepts.
+pub fn list_tree(
     repo: &Repository,
     tree: &Tree<'_>,
-    dir: &Path,
+    skip: &dyn Fn(&[u8]) -> bool,
+) -> Result<BTreeMap<PathBuf, Blob>> {
+    let mut blobs = BTreeMap::new();
+    walk(repo, tree, &mut Vec::new(), skip, &mut |at, entry| {
+        let (oid, mode) = (entry.id(), entry.filemode());
+        if mode != MODE_TREE && mode != MODE_GITLINK {
+            blobs.insert(PathBuf::from(OsStr::from_bytes(at)), Blob { oid, mode });
+        }
+        Ok(())
+    })?;
+    Ok(blobs)
+}
+
+/// Calls `visit` with the path below `tree` (after `prefix`) of every entry
+/// that `skip` does not accept, a folder before what it holds.
+fn walk(
+    repo: &Repository,
+    tree: &Tree<'_>,
     prefix: &mut Vec<u8>,
     skip: &dyn Fn(&[u8]) -> bool,
-    written: &mut Written,
+    visit: &mut dyn FnMut(&[u8], &TreeEntry<'_>) -> Result<()>,
 ) -> Result<()> {
     for entry in tree.iter() {
         signals::check()?;
-        let name = entry.name_bytes();
         let len = prefix.len();
         if len > 0 {
             prefix.push(b'/');
         }
-        prefix.extend_from_slice(name);
-        check_name(name, prefix)?;
+        prefix.extend_from_slice(entry.name_bytes());
+        check_name(entry.name_bytes(), prefix)?;
         if !skip(prefix) {
-            let path = dir.join(OsStr::from_bytes(name));
-            let shown = String::from_utf8_lossy(prefix).into_owned();
-            let failed = error::io_said(|error| {
-                say::practice_io(PracticeStep::Write, &path.display().to_string(), error)
-            });
-            match entry.filemode() {
-                MODE_TREE => {
-                    fs::create_dir(&path).map_err(failed)?;
-                    let subtree = repo
-                        .find_tree(entry.id())
-                        .map_err(error::git(format!("cannot read tree `{shown}`")))?;
-                    write_dir(repo, &subtree, &path, prefix, skip, written)?;
-                }
-                MODE_GITLINK => {
-                    fs::create_dir(&path).map_err(failed)?;
-                    written.submodules.push(shown);
-                }
-                MODE_SYMLINK => {
-                    let target = read_blob(repo, entry.id(), &shown)?;
-                    symlink(OsStr::from_bytes(&target), &path).map_err(failed)?;
-                    written.symlinks += 1;
-                }
-                mode => {
-                    let content = read_blob(repo, entry.id(), &shown)?;
-                    // `create_new`: never through anything already there.
-                    OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(permissions_for(mode))
-                        .open(&path)
-                        .and_then(|mut file| file.write_all(&content))
-                        .map_err(failed)?;
-                    written.files += 1;
-                }
+            visit(prefix, &entry)?;
+            if entry.filemode() == MODE_TREE {
+                let shown = String::from_utf8_lossy(prefix);
+                let subtree = repo
+                    .find_tree(entry.id())
+                    .map_err(error::git(format!("cannot read tree `{shown}`")))?;
+                walk(repo, &subtree, prefix, skip, visit)?;
             }
         }
         prefix.truncate(len);
@@ -165,24 +171,21 @@ fn write_dir(
 
 fn check_name(name: &[u8], path: &[u8]) -> Result<()> {
     let problem = if name.is_empty() {
-        Some("an empty name")
+        "an empty name"
     } else if name == b"." || name == b".." {
-        Some("a name that points outside its folder")
+        "a name that points outside its folder"
     } else if name.contains(&b'/') || name.contains(&0) {
-        Some("a name containing `/` or NUL")
+        "a name containing `/` or NUL"
     } else if name.eq_ignore_ascii_case(b".git") {
-        Some("a `.git` entry")
+        "a `.git` entry"
     } else {
-        None
+        return Ok(());
     };
-    match problem {
-        Some(problem) => Err(Error::bad_input(format!(
-            "refusing crafted tree entry `{}` ({problem}): nothing was written outside the practice folder; \
-             the commit is not a valid checkpoint",
-            String::from_utf8_lossy(path)
-        ))),
-        None => Ok(()),
-    }
+    Err(Error::bad_input(format!(
+        "refusing crafted tree entry `{}` ({problem}): nothing was written outside the practice folder; \
+         the commit is not a valid checkpoint",
+        String::from_utf8_lossy(path)
+    )))
 }
 
 fn read_blob(repo: &Repository, oid: Oid, shown: &str) -> Result<Vec<u8>> {
@@ -194,66 +197,18 @@ fn read_blob(repo: &Repository, oid: Oid, shown: &str) -> Result<Vec<u8>> {
 
 /// The content of the file at `path` in `tree`, if there is one.
 pub fn file_at(repo: &Repository, tree: &Tree<'_>, path: &str) -> Result<Option<Vec<u8>>> {
-    let entry = match tree.get_path(Path::new(path)) {
-        Ok(entry) => entry,
-        Err(error) if error.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(error) => return Err(error::git(format!("cannot look up `{path}`"))(error)),
-    };
-    if entry.kind() != Some(ObjectType::Blob) {
-        return Ok(None);
-    }
-    read_blob(repo, entry.id(), path).map(Some)
+    blob_at(tree, path)
+        .map(|blob| read_blob(repo, blob.oid, path))
+        .transpose()
 }
 
-/// Every blob of `tree` (files and symlinks) by path, leaving out what `skip` accepts.
-pub fn list_tree(
-    repo: &Repository,
-    tree: &Tree<'_>,
-    skip: &dyn Fn(&[u8]) -> bool,
-) -> Result<BTreeMap<PathBuf, Blob>> {
-    let mut blobs = BTreeMap::new();
-    list_dir(repo, tree, &mut Vec::new(), skip, &mut blobs)?;
-    Ok(blobs)
-}
-
-fn list_dir(
-    repo: &Repository,
-    tree: &Tree<'_>,
-    prefix: &mut Vec<u8>,
-    skip: &dyn Fn(&[u8]) -> bool,
-    blobs: &mut BTreeMap<PathBuf, Blob>,
-) -> Result<()> {
-    for entry in tree.iter() {
-        let len = prefix.len();
-        if len > 0 {
-            prefix.push(b'/');
-        }
-        prefix.extend_from_slice(entry.name_bytes());
-        check_name(entry.name_bytes(), prefix)?;
-        if !skip(prefix) {
-            match entry.filemode() {
-                MODE_TREE => {
-                    let subtree = repo
-                        .find_tree(entry.id())
-                        .map_err(error::git("cannot read a tree"))?;
-                    list_dir(repo, &subtree, prefix, skip, blobs)?;
-                }
-                MODE_GITLINK => {}
-                mode => {
-                    let path = PathBuf::from(OsStr::from_bytes(prefix));
-                    blobs.insert(
-                        path,
-                        Blob {
-                            oid: entry.id(),
-                            mode,
-                        },
-                    );
-                }
-            }
-        }
-        prefix.truncate(len);
-    }
-    Ok(())
+/// The blob (file or symlink) at `path` in `tree`, if there is one.
+pub fn blob_at(tree: &Tree<'_>, path: &str) -> Option<Blob> {
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    (entry.kind() == Some(ObjectType::Blob)).then(|| Blob {
+        oid: entry.id(),
+        mode: entry.filemode(),
+    })
 }
 
 #[cfg(test)]
@@ -262,22 +217,14 @@ mod tests {
 
     #[test]
     fn only_the_owners_execute_bit_makes_a_file_executable() {
-        assert!(is_executable(0o100755));
-        assert!(is_executable(0o744));
-        assert!(!is_executable(0o644));
-        // Group or others may execute, the owner may not: git commits 100644.
-        assert!(!is_executable(0o654));
-        assert!(!is_executable(0o645));
+        assert_eq!(file_mode(0o100755), MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o744), MODE_EXECUTABLE);
         assert_eq!(file_mode(0o700), MODE_EXECUTABLE);
+        assert_eq!(file_mode(0o644), MODE_FILE);
+        // Group or others may execute, the owner may not: git commits 100644.
+        assert_eq!(file_mode(0o654), MODE_FILE);
+        assert_eq!(file_mode(0o645), MODE_FILE);
         assert_eq!(file_mode(0o611), MODE_FILE);
-    }
-
-    #[test]
-    fn modes_map_to_the_permissions_written_and_back() {
-        assert_eq!(permissions_for(MODE_EXECUTABLE), 0o755);
-        assert_eq!(permissions_for(MODE_FILE), 0o644);
-        assert_eq!(permissions_for(MODE_GROUP_WRITABLE), 0o644);
-        assert_eq!(file_mode(permissions_for(MODE_EXECUTABLE)), MODE_EXECUTABLE);
         assert_eq!(normal_mode(MODE_GROUP_WRITABLE), MODE_FILE);
         assert_eq!(normal_mode(MODE_SYMLINK), MODE_SYMLINK);
     }

@@ -778,8 +778,8 @@ fn an_interrupted_practice_leaves_no_staging_folder_and_no_parent_folder() {
     }
 }
 
-/// A DIR name near the 255-byte limit still leaves room for its staging
-/// folder's name, in ASCII or in a script of 3-byte characters.
+/// A DIR name near the 255-byte limit is practised into, in ASCII or in a
+/// script of 3-byte characters.
 #[test]
 fn a_long_dir_name_is_practised_into() {
     let fixture = Fixture::course();

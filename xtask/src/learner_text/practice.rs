@@ -1,26 +1,17 @@
 //! `practice`'s sentences: the new folder, what it holds, the next steps,
 //! and the guide's header (where the lab's tools run).
 
-use super::{end_of, practice_from, start_commit};
+use super::{end_of, start_commit};
 use crate::locate::Checkpoint;
-use crate::manifest::{ChapterId, Manifest, Mode};
+use crate::manifest::Manifest;
 
 pub fn practice_ready(chapter: &str, title: &str, dir: &str) -> String {
     format!("第 {chapter} 章（{title}）的练习文件夹已就绪：{dir}")
 }
 
-/// The base, named by what it is (e.g. "第 02 章的终点").
-pub fn practice_start(
-    id: ChapterId,
-    mode: Mode,
-    short: &str,
-    files: usize,
-    symlinks: usize,
-) -> String {
-    format!(
-        "起点：{}，提交 {short}（{files} 个文件，{symlinks} 个符号链接）",
-        practice_from(id, mode)
-    )
+/// The base, named by what it is (`from`, e.g. "第 02 章的终点").
+pub fn practice_start(from: &str, short: &str, files: usize, symlinks: usize) -> String {
+    format!("起点：{from}，提交 {short}（{files} 个文件，{symlinks} 个符号链接）")
 }
 
 pub fn practice_added(target: &str, focused_test: &str) -> String {
@@ -56,10 +47,7 @@ pub struct LabPointer<'a> {
 
 /// The commands a lab runs from the course repository, and the tutor file.
 fn lab_pointer_lines(chapter: &str, lab: &LabPointer<'_>, indent: &str) -> String {
-    let LabPointer {
-        root,
-        lab_from_root,
-    } = lab;
+    let (root, lab_from_root) = (lab.root, lab.lab_from_root);
     format!(
         "{indent}检查、提示和对照都在课程仓库 {root} 里运行，不在练习文件夹里。\n\
          {indent}每次保存后报告进度：\n\
@@ -78,17 +66,9 @@ pub fn practice_next_steps(
     guide: &str,
     lab_from_here: &str,
     run: &str,
-    root: &str,
-    lab_from_root: &str,
+    lab: &LabPointer<'_>,
 ) -> String {
-    let pointer = lab_pointer_lines(
-        chapter,
-        &LabPointer {
-            root,
-            lab_from_root,
-        },
-        "     ",
-    );
+    let pointer = lab_pointer_lines(chapter, lab, "     ");
     format!(
         "下一步：\n  \
          1. 阅读 {guide}。\n  \
@@ -116,6 +96,9 @@ pub fn guide_with_header(
              > 练习文件夹里的 AGENTS.md 是写给 AI 编程助手的：让它当导师，不替你写答案。"
         ),
     };
+    let tick = |short: &str| format!("`{short}`");
+    let previous_end = checkpoint.previous_end.as_ref().map(|end| tick(&end.short));
+    let start = start_commit(id, &tick(&checkpoint.start.short), previous_end.as_deref());
     format!(
         "> 第 {id} 章 · {title}\n\
          > 起点：{start}\n\
@@ -123,15 +106,6 @@ pub fn guide_with_header(
          > 聚焦测试：`{test}`\n\
          {pointer}\n\n{guide}",
         title = manifest.title,
-        start = start_commit(
-            id,
-            &format!("`{}`", checkpoint.start.short),
-            checkpoint
-                .previous_end
-                .as_ref()
-                .map(|end| format!("`{}`", end.short))
-                .as_deref()
-        ),
         end = end_of(id),
         target = checkpoint.target.short,
         test = manifest.focused_test,

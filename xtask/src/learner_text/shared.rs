@@ -195,11 +195,6 @@ pub fn exclude_newline(name: &str) -> String {
     )
 }
 
-/// A practice folder that is not a plain path below the work tree.
-pub fn exclude_not_plain(path: &str) -> String {
-    format!("没法把 {path} 排除在 git 之外：它不是工作区下面的普通路径")
-}
-
 /// A child (`cargo`, `rustc`, `git`) failed because of the machine, not the
 /// input; `why` is [`child_killed`]'s or the line of its output that said so.
 pub fn child_environment_failure(command: &str, dir: &str, why: &str) -> String {

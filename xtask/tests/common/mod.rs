@@ -604,7 +604,7 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(sent, 0, "cannot send signal {signal} to {pid}");
 }
 
-/// The names of practice staging folders (`.NAME.practice-…`) in `dir`.
+/// The names of practice staging folders (`.practice-…`) in `dir`.
 pub fn staging_folders(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
         .map(|entries| {
