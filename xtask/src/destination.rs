@@ -2,13 +2,15 @@
 //! anything is written; the folders made on the way to it are removed again
 //! if the run does not finish; the folder is built in a staging folder
 //! beside it (`.practice-<random>`, removed on an error or an interrupt) and
-//! renamed into place.
+//! renamed into place; an existing empty DIR is filled in place (its inode kept).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, ErrorKind};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use tempfile::TempDir;
 
@@ -140,29 +142,62 @@ impl Destination {
             .map_err(failed(PracticeStep::Staging, folder))
     }
 
-    /// Renames the finished staging folder to DIR. An existing empty DIR is
-    /// replaced, and its mode kept. If DIR was filled or made something else
-    /// in the meantime (another run was faster), this run's copy is removed
-    /// and DIR left as it is.
+    /// Puts the finished staging folder's content at DIR: the folder renamed
+    /// to DIR when DIR did not exist, else its entries moved into the
+    /// existing empty DIR, which keeps its mode, owner and inode (an editor
+    /// or a terminal open in it stays in the lab). If DIR was created or
+    /// filled in the meantime (another run was faster), this run's copy is
+    /// removed and DIR left as it is.
     pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
-        let failed = || failed(PracticeStep::MoveIntoPlace, &self.path);
-        if self.exists
-            && let Ok(meta) = fs::symlink_metadata(&self.path)
-        {
-            fs::set_permissions(staging.path(), meta.permissions()).map_err(failed())?;
-        }
-        let Err(error) = fs::rename(staging.path(), &self.path) else {
+        let moved = if self.exists {
+            fill(staging.path(), &self.path)
+        } else {
             // Renamed away: nothing is left to remove.
-            let _ = staging.keep();
-            return Ok(());
+            fs::rename(staging.path(), &self.path).map(|()| drop(staging.keep()))
         };
+        let Err(error) = moved else { return Ok(()) };
         match Errno::from_io_error(&error) {
-            Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => {
+            Some(Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR | Errno::LOOP) => {
                 let shown = self.path.display().to_string();
                 Err(Error::bad_input(say::dir_filled_meanwhile(&shown)))
             }
-            _ => Err(failed()(error)),
+            _ => Err(failed(PracticeStep::MoveIntoPlace, &self.path)(error)),
         }
+    }
+}
+
+/// Moves every entry of `content` into the existing folder `dir` (opened
+/// without following a symlink), never replacing anything there. If one
+/// cannot be moved, those already moved go back, so `dir` is left as it was.
+fn fill(content: &Path, dir: &Path) -> io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let from = rustix::fs::open(content, flags, Mode::empty())?;
+    let to = rustix::fs::open(dir, flags, Mode::empty())?;
+    let names = fs::read_dir(content)?
+        .map(|entry| entry.map(|entry| entry.file_name()))
+        .collect::<io::Result<Vec<OsString>>>()?;
+    for (done, name) in names.iter().enumerate() {
+        if let Err(error) = rename_no_replace(&from, name, &to) {
+            for name in names[..done].iter().rev() {
+                let _ = rename_no_replace(&to, name, &from);
+            }
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Renames `name` from folder `from` to folder `to`, failing with EEXIST
+/// when `to` has an entry of that name.
+fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> io::Result<()> {
+    match rustix::fs::renameat_with(from, name, to, name, RenameFlags::NOREPLACE) {
+        // A file system without RENAME_NOREPLACE (NFS): look, then rename.
+        Err(Errno::INVAL) => match rustix::fs::statat(to, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => Err(Errno::EXIST.into()),
+            Err(Errno::NOENT) => Ok(rustix::fs::renameat(from, name, to, name)?),
+            Err(errno) => Err(errno.into()),
+        },
+        done => Ok(done?),
     }
 }
 
@@ -235,44 +270,53 @@ mod tests {
     }
 
     #[test]
-    fn an_existing_empty_folder_is_replaced_and_one_filled_meanwhile_is_left_alone() {
-        use std::os::unix::fs::PermissionsExt;
+    fn an_existing_folder_is_filled_and_left_as_it_was_if_it_cannot_be() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let holder = tempfile::tempdir().unwrap();
-        let here = holder.path().canonicalize().unwrap();
-        let staged = |dest: &Destination| {
-            let staging = dest.staging().unwrap();
-            fs::write(staging.path().join("Cargo.toml"), "[workspace]\n").unwrap();
-            staging
-        };
-        let dir = here.join("dir");
+        let content = holder.path().join("content");
+        let dir = holder.path().join("dir");
+        fs::create_dir_all(content.join("course/src")).unwrap();
+        fs::write(content.join("Cargo.toml"), "[workspace]\n").unwrap();
+        fs::write(content.join("course/src/lib.rs"), "").unwrap();
         fs::create_dir(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o710)).unwrap();
-        let dest = Destination::resolve(Path::new("dir"), &here).unwrap();
-        dest.move_into_place(staged(&dest)).unwrap();
-        let mode = fs::metadata(&dir).unwrap().permissions().mode();
-        assert_eq!(mode & 0o7777, 0o710);
-        assert!(dir.join("Cargo.toml").is_file());
+        let inode = fs::metadata(&dir).unwrap().ino();
+        fill(&content, &dir).unwrap();
+        let meta = fs::metadata(&dir).unwrap();
+        assert_eq!((meta.ino(), meta.mode() & 0o7777), (inode, 0o710));
+        assert!(dir.join("course/src/lib.rs").is_file());
+        assert_eq!(fs::read_dir(&content).unwrap().count(), 0);
 
-        // Filled, or replaced by a symlink, meanwhile: nothing is replaced
-        // or followed, and this run's copy is gone.
-        let taken = here.join("taken");
-        fs::create_dir(&taken).unwrap();
-        let elsewhere = here.join("elsewhere");
-        fs::create_dir(&elsewhere).unwrap();
-        for (name, meanwhile) in [("taken", None), ("link", Some(&elsewhere))] {
-            let dest = Destination::resolve(Path::new(name), &here).unwrap();
-            let staging = staged(&dest);
-            match meanwhile {
-                Some(target) => std::os::unix::fs::symlink(target, here.join(name)).unwrap(),
-                None => fs::write(taken.join("z"), "theirs\n").unwrap(),
-            }
-            let error = dest.move_into_place(staging).unwrap_err();
-            assert_eq!(error.exit_code(), 2, "{name}: {error}");
-        }
+        // Something appeared in DIR meanwhile: nothing is replaced, and what
+        // was moved goes back.
+        let again = holder.path().join("again");
+        fs::create_dir_all(again.join("a")).unwrap();
+        fs::create_dir_all(again.join("z")).unwrap();
+        let taken = holder.path().join("taken");
+        fs::create_dir_all(&taken).unwrap();
+        fs::write(taken.join("z"), "theirs\n").unwrap();
+        let error = fill(&again, &taken).unwrap_err();
+        assert_eq!(Errno::from_io_error(&error), Some(Errno::EXIST), "{error}");
         assert_eq!(fs::read_to_string(taken.join("z")).unwrap(), "theirs\n");
-        assert_eq!(fs::read_dir(&taken).unwrap().count(), 1);
+        assert_eq!(
+            fs::read_dir(&taken).unwrap().count(),
+            1,
+            "only theirs is left"
+        );
+        assert!(again.join("a").is_dir() && again.join("z").is_dir());
+
+        // DIR replaced by a symlink meanwhile: not followed, nothing moved.
+        let elsewhere = holder.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let link = holder.path().join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let error = fill(&again, &link).unwrap_err();
+        let refused = Errno::from_io_error(&error);
+        assert!(
+            matches!(refused, Some(Errno::NOTDIR | Errno::LOOP)),
+            "{error}"
+        );
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
-        let left: Vec<_> = fs::read_dir(&here).unwrap().collect();
-        assert_eq!(left.len(), 4, "no staging folder left: {left:?}");
+        assert_eq!(fs::read_dir(&again).unwrap().count(), 2);
     }
 }

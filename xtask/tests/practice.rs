@@ -290,9 +290,10 @@ fn an_existing_folder_with_content_or_a_file_is_never_touched() {
     assert_eq!(snapshot(fixture.root()), before);
 }
 
-/// An existing empty folder is replaced by the new one, with its mode.
+/// An existing empty folder is written into, not replaced: it keeps its
+/// inode, so its mode and owner (and a shell sitting in it) stay.
 #[test]
-fn an_existing_empty_folder_is_used_and_keeps_its_mode() {
+fn an_existing_empty_folder_is_used_and_keeps_its_mode_and_inode() {
     use std::os::unix::fs::MetadataExt;
     let fixture = Fixture::course();
     let lab = fixture.root().join("lab");
@@ -302,6 +303,7 @@ fn an_existing_empty_folder_is_used_and_keeps_its_mode() {
     fixture.xtask(&["practice", "03", "lab"]).success();
     let after = fs::metadata(&lab).unwrap();
     assert!(lab.join("course/tests/message_ir.rs").is_file());
+    assert_eq!(after.ino(), before.ino(), "the same folder");
     assert_eq!(after.mode() & 0o7777, 0o751);
     assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
     assert!(common::staging_folders(fixture.root()).is_empty());

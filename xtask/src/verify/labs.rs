@@ -143,7 +143,10 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
             .map_err(|error| error.context(&what))?;
         let passed = counted(&report, Some(step.expected_tests), &what)?;
         let expected = step.expected_tests;
-        shown.push(format!("{} {label} {passed}/{expected}", manifest::shown(&step.id)));
+        shown.push(format!(
+            "{} {label} {passed}/{expected}",
+            manifest::shown(&step.id)
+        ));
     }
     Ok(shown.join(", "))
 }
