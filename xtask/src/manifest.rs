@@ -187,6 +187,25 @@ impl Manifest {
     /// its purpose (a copied answer, a tooling path, an unknown step).
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
+        // Text that reaches a terminal in reports and guides: no control
+        // character (an escape sequence could rewrite the screen).
+        let steps = self
+            .steps
+            .iter()
+            .flat_map(|step| [Some(&step.id), step.title.as_ref()]);
+        let faults = self.faults.iter().map(|fault| Some(&fault.id));
+        for text in std::iter::once(Some(&self.title))
+            .chain(steps)
+            .chain(faults)
+            .flatten()
+        {
+            if text.chars().any(char::is_control) {
+                problems.push(format!(
+                    "{} holds a control character: write it as plain text",
+                    shown(text)
+                ));
+            }
+        }
         if self.runs().iter().any(|run| run.is_empty()) {
             problems.push("a `run` is empty: give the command that runs the tests".to_string());
         }

@@ -148,6 +148,23 @@ fn a_step_id_with_trailing_spaces_is_shown_quoted() {
 }
 
 #[test]
+fn manifest_text_with_control_characters_is_bad_input() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["title"] = json!("加法\u{1b}[2J");
+        manifest["steps"][0]["id"] = json!("1.1\r");
+    });
+    let run = fixture.xtask(&["verify"]);
+    run.fails_with(
+        2,
+        &[
+            "\"加法\\u{1b}[2J\" holds a control character",
+            "\"1.1\\r\" holds a control character",
+        ],
+    );
+    assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
+}
+
+#[test]
 fn an_observe_chapter_hands_out_its_answer_on_purpose() {
     let fixture = tiny_course("", ANSWER, |manifest| manifest["mode"] = json!("observe"));
     let (code, proofs, stderr) = verify(&fixture);
