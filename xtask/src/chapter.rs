@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::locate::Checkpoint;
-use crate::manifest::{ChapterId, Manifest};
+use crate::manifest::{self, ChapterId, Manifest};
 use crate::repo::{CHECKPOINTS_DIR, CourseRepo};
 use crate::safe_fs;
 use crate::tree;
@@ -75,11 +75,13 @@ impl ChapterFolder {
         // A byte-order mark is invisible in an editor: read past it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let manifest: Manifest = serde_json::from_str(text).map_err(|error| {
+            let message = error.to_string();
+            let explained = manifest::closest_key_hint(&message).unwrap_or(message);
             Error::bad_input(say::manifest_malformed(
                 &shown,
                 error.line(),
                 error.column(),
-                &error.to_string(),
+                &explained,
             ))
         })?;
         let mut problems = manifest.problems();

@@ -1,6 +1,7 @@
 //! `checkpoints/NN/checkpoint.json`: what a chapter is and how to prove it.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
@@ -199,11 +200,27 @@ impl Manifest {
             .chain(faults)
             .flatten()
         {
-            if text.chars().any(char::is_control) {
+            if matches!(crate::out::escape_control(text), Cow::Owned(_)) {
                 problems.push(format!(
                     "{} holds a control character: write it as plain text",
                     shown(text)
                 ));
+            }
+        }
+        let mut seen = HashSet::new();
+        for step in &self.steps {
+            if !seen.insert((&step.id, &step.filter)) {
+                problems.push(format!(
+                    "step {} with filter {} is declared twice",
+                    shown(&step.id),
+                    shown(&step.filter)
+                ));
+            }
+        }
+        let mut seen = HashSet::new();
+        for fault in &self.faults {
+            if !seen.insert(&fault.id) {
+                problems.push(format!("fault id `{}` is declared twice", shown(&fault.id)));
             }
         }
         if self.runs().iter().any(|run| run.is_empty()) {
@@ -268,6 +285,33 @@ fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     kept
 }
 
+/// Explains serde's "unknown field" error with the closest key it knows.
+pub fn closest_key_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let closest = known.iter().min_by_key(|key| edit_distance(unknown, key))?;
+    Some(format!(
+        "unknown key `{unknown}`: did you mean `{closest}`?"
+    ))
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// A relative path that stays inside the repository (no `..`, not absolute).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
@@ -328,17 +372,17 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_key_is_an_error_naming_the_known_ones() {
+    fn an_unknown_key_names_the_closest_known_one() {
         let error = serde_json::from_str::<Manifest>(
             r#"{"id":"03","title":"t","focusedTest":"a","teachingFiles":[],"run":["x"],"expectedTest":4}"#,
         )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            error.starts_with("unknown field `expectedTest`, expected one of")
-                && error.contains("`expectedTests`"),
-            "{error}"
+        .unwrap_err();
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `expectedTest`: did you mean `expectedTests`?")
         );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
     }
 
     #[test]
@@ -359,10 +403,12 @@ mod tests {
             "course/src/lib.rs, taken from the target into every lab, is also a teaching file",
             "checkpoints/03/hints.md is a tooling path",
             "course/src/other.rs, which is not a teaching file",
+            "step 1 with filter a is declared twice",
+            "fault id `f` is declared twice",
         ] {
             assert!(problems.contains(needle), "{needle}: {problems}");
         }
-        assert_eq!(manifest.problems().len(), 4, "{problems}");
+        assert_eq!(manifest.problems().len(), 6, "{problems}");
     }
 
     #[test]
@@ -430,9 +476,9 @@ mod tests {
             {"id": "1", "expectedTests": 1, "testfile": "a"}
         ))
         .unwrap_err();
-        assert!(
-            error.to_string().contains("unknown field `testfile`"),
-            "{error}"
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `testfile`: did you mean `testFile`?")
         );
     }
 
@@ -510,9 +556,9 @@ mod tests {
             "labfile": ["Cargo.lock"]
         }))
         .unwrap_err();
-        assert!(
-            error.to_string().contains("unknown field `labfile`"),
-            "{error}"
+        assert_eq!(
+            closest_key_hint(&error.to_string()).as_deref(),
+            Some("unknown key `labfile`: did you mean `labFiles`?")
         );
         let error = serde_json::from_value::<Manifest>(serde_json::json!({
             "id": "03", "title": "t", "focusedTest": "a", "teachingFiles": [], "run": ["x"],

@@ -245,7 +245,7 @@ fn a_manifest_that_would_leak_or_misspells_a_key_is_bad_input() {
     fixture.xtask(&["verify"]).fails_with(
         2,
         &[
-            "unknown field `expectedTest`, expected one of",
+            "unknown key `expectedTest`: did you mean `expectedTests`?",
             "checkpoint.json:1:",
         ],
     );
