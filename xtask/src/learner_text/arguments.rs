@@ -37,19 +37,21 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
         ErrorKind::MissingSubcommand => "缺少命令".to_string(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
             let rule = match arg.split_whitespace().next().unwrap_or_default() {
-                "<ID>" => "章号是一到两位数字，例如 03",
+                "<ID>" => "：章号是一到两位数字，例如 03",
                 "--level" => {
-                    "提示级别是 1 到 4 的整数：1 定位文件，2 函数签名，3 伪代码，4 局部代码"
+                    "：提示级别是 1 到 4 的整数：1 定位文件，2 函数签名，3 伪代码，4 局部代码"
                 }
-                "--timeout" => "超时是大于 0 的整数秒数，例如 600",
-                _ => "这个值不能用",
+                "--timeout" => "：超时是大于 0 的整数秒数，例如 600",
+                _ => "",
             };
             if value.is_empty() {
-                format!("参数 {arg} 缺少值：{rule}")
+                format!("参数 {arg} 缺少值{rule}")
             } else {
-                format!("参数 {arg} 不接受 `{value}`：{rule}")
+                format!("参数 {arg} 不接受 `{value}`{rule}")
             }
         }
+        ErrorKind::ArgumentConflict => format!("参数 {arg} 不能和前面的参数一起用"),
+        ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
         ErrorKind::MissingRequiredArgument => format!("缺少参数 {arg}"),
         ErrorKind::UnknownArgument => {
             let suggested = text(ContextKind::SuggestedArg);
