@@ -1133,3 +1133,36 @@ fn learner_changes_committed_after_the_last_chapter_are_never_dropped() {
     );
     all_at_head(&fixture);
 }
+
+/// An edit of the same size made in the second the index was last written
+/// looks clean by its stat data alone; git then compares its content ("racy
+/// git"), as long as the index's own time says the edit may be that late.
+/// recut's copy of the index keeps that time, so the edit is re-cut however
+/// long after it recut runs.
+#[test]
+fn a_same_size_edit_in_the_index_s_last_second_is_re_cut() {
+    use std::os::unix::fs::MetadataExt;
+    let edited = "// chapter 03 ANSWER\n";
+    let fixture = (0..10)
+        .find_map(|_| {
+            let fixture = course();
+            let before = fs::read_to_string(fixture.root().join("course/src/types.rs")).unwrap();
+            assert_eq!(
+                before.len(),
+                edited.len(),
+                "the fixture's types.rs: {before:?}"
+            );
+            fixture.write("course/src/types.rs", edited);
+            let time = |path: &str| fs::metadata(fixture.root().join(path)).unwrap();
+            let same_second = time(".git/index").mtime() == time("course/src/types.rs").ctime();
+            same_second.then_some(fixture)
+        })
+        .expect("an edit in the index's second within ten tries");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    recut(&fixture, &["03", "--no-verify"]).success();
+    assert_eq!(
+        fixture.learner_at("HEAD").get("course/src/types.rs"),
+        Some(&(0o100644, edited.as_bytes().to_vec())),
+        "the edit is in the new course(03) commit"
+    );
+}

@@ -106,8 +106,17 @@ impl cli::Recut {
             .map_err(error::git("cannot read HEAD's commit"))?;
         let real = repo.git.path().join("index");
         if real.exists() {
-            std::fs::copy(&real, index)
-                .map_err(error::io(format!("cannot copy {}", real.display())))?;
+            // The copy keeps the index's time: git compares the content of a
+            // file changed in the index's last second ("racy git"), which a
+            // copy made later would hide (a same-size edit went unseen).
+            let copied = std::fs::copy(&real, index).and_then(|_| {
+                let time = std::fs::metadata(&real)?.modified()?;
+                std::fs::File::options()
+                    .write(true)
+                    .open(index)?
+                    .set_modified(time)
+            });
+            copied.map_err(error::io(format!("cannot copy {}", real.display())))?;
         }
         let copy = git.on_index(index);
         copy.run(&on_learner(&["add", "-A"]))?;
