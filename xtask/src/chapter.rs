@@ -81,7 +81,7 @@ impl ChapterFolder {
                 &shown,
                 error.line(),
                 error.column(),
-                &explained,
+                &crate::out::escape_control(&explained),
             ))
         })?;
         let mut problems = manifest.problems();

@@ -116,6 +116,11 @@ impl cli::Check {
     /// `--watch` it reports again after every edit until interrupted.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
+        // A manifest naming a file its target lacks is the author's slip, said
+        // as every command says it (without history, the report says so).
+        if let Ok(checkpoint) = crate::locate::locate(&repo.git, self.id) {
+            chapter::check_target(repo, &manifest, &checkpoint)?;
+        }
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
         if !self.watch {
             let mut position = position(repo, &manifest, &lab, self.limit.duration())?;

@@ -337,7 +337,9 @@ impl TryFrom<String> for RepoPath {
     type Error = String;
 
     fn try_from(path: String) -> Result<Self, String> {
-        let stays_inside = !path.is_empty()
+        let plain = matches!(crate::out::escape_control(&path), Cow::Borrowed(_));
+        let stays_inside = plain
+            && !path.is_empty()
             && !path.contains('\\')
             && Path::new(&path)
                 .components()
@@ -346,7 +348,8 @@ impl TryFrom<String> for RepoPath {
             Ok(RepoPath(path.trim_end_matches('/').to_string()))
         } else {
             Err(format!(
-                "path `{path}` leaves the repository: paths are relative to the repository root, without `..`, `.git` or a leading `/`"
+                "path `{}` leaves the repository or holds a control character: paths are relative to the repository root, without `..`, `.git` or a leading `/`",
+                crate::out::escape_control(&path)
             ))
         }
     }
@@ -361,6 +364,14 @@ impl<'de> Deserialize<'de> for RepoPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_with_a_control_character_is_refused_and_shown_escaped() {
+        let error = RepoPath::try_from("course/\u{1b}[31mx.rs".to_string()).unwrap_err();
+        assert!(error.contains(r"course/\u{1b}[31mx.rs"), "{error}");
+        assert!(!error.contains('\u{1b}'), "{error}");
+        assert!(RepoPath::try_from("course/src/类型.rs".to_string()).is_ok());
+    }
 
     #[test]
     fn chapter_ids_take_one_or_two_digits() {

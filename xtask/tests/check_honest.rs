@@ -369,3 +369,23 @@ fn a_rustc_wrapper_from_the_environment_or_cargos_home_never_blocks_complete() {
     run.prints(&["第 01 章完成"]);
     assert!(log.is_file(), "cargo ran the wrapper from its home config");
 }
+
+/// A manifest naming a file its target lacks (a typo of the author's) is
+/// bad input, named as `checkpoint` and `practice` name it, never a red lab
+/// or a shallow clone.
+#[test]
+fn a_manifest_naming_a_file_the_target_lacks_is_bad_input() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    let path = fixture.root().join("checkpoints/01/checkpoint.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["teachingFiles"]
+        .as_array_mut()
+        .unwrap()
+        .push("course/src/typo.rs".into());
+    fs::write(&path, manifest.to_string()).unwrap();
+    let run = common::xtask_in(fixture.root(), &["check", "01", lab.to_str().unwrap()]);
+    run.fails_with(2, &["course/src/typo.rs"]);
+    assert!(!run.stderr.contains("--unshallow"), "{}", run.stderr);
+}
