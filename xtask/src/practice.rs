@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::destination::Destination;
 use crate::error::{Error, Result};
 use crate::learner_text::{self as say, LabPointer};
-use crate::out::{self, escape_control, outln, relative_or_absolute, shell_word};
+use crate::out::{self, escape_control, noteln, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
 use crate::{chapter, cli, exclude, lab, lab_dir, locate, safe_fs, signals};
 
@@ -65,6 +65,12 @@ impl cli::Practice {
             signals::check()?;
             destination.move_into_place(staging)?;
             parents.keep();
+            if signals::received().is_some() {
+                noteln!(
+                    "{}",
+                    say::practice_ready_before_interrupt(&dir.display().to_string())
+                );
+            }
             (written, excluded)
         };
         // What was made: where it starts, what was added to it, what it

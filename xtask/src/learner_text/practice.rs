@@ -5,6 +5,11 @@ use super::{end_of, start_commit};
 use crate::locate::Checkpoint;
 use crate::manifest::Manifest;
 
+/// An interrupt that came after the folder was already in place.
+pub fn practice_ready_before_interrupt(dir: &str) -> String {
+    format!("中断来得太晚：练习文件夹已经完整建好，留着可以直接用：{dir}")
+}
+
 pub fn practice_ready(chapter: &str, title: &str, dir: &str) -> String {
     format!("第 {chapter} 章（{title}）的练习文件夹已就绪：{dir}")
 }
