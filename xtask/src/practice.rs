@@ -68,7 +68,9 @@ impl cli::Practice {
             if signals::received().is_some() {
                 noteln!(
                     "{}",
-                    say::practice_ready_before_interrupt(&dir.display().to_string())
+                    say::practice_ready_before_interrupt(&escape_control(
+                        &dir.display().to_string()
+                    ))
                 );
             }
             (written, excluded)
