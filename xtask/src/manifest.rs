@@ -516,15 +516,18 @@ mod tests {
         assert_eq!(manifest.problems().len(), 5, "{problems}");
     }
 
+    fn target_files(manifest: &Manifest) -> Vec<&str> {
+        manifest.target_files().iter().map(|f| f.as_str()).collect()
+    }
+
     #[test]
     fn lab_files_come_after_the_lab_tests_and_have_their_own_problems() {
         let manifest = wire_manifest(|json| {
             json["labFiles"] = serde_json::json!(["Cargo.lock", "course/examples/chat.rs"]);
         });
         assert!(manifest.problems().is_empty(), "{:?}", manifest.problems());
-        let files: Vec<&str> = manifest.target_files().iter().map(|f| f.as_str()).collect();
         assert_eq!(
-            files,
+            target_files(&manifest),
             [
                 "course/tests/focused.rs",
                 "course/tests/wire.rs",
@@ -542,9 +545,8 @@ mod tests {
                 ".cargo/config.toml"
             ]);
         });
-        let files: Vec<&str> = manifest.target_files().iter().map(|f| f.as_str()).collect();
         assert_eq!(
-            files,
+            target_files(&manifest),
             [
                 "course/tests/focused.rs",
                 "course/tests/wire.rs",
