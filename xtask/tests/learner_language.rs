@@ -281,6 +281,28 @@ fn argument_errors_name_the_argument_and_the_rule() {
     missing.fails_with(2, &["缺少参数 <DIR>"]);
     let step = learner_run(&fixture, &["hint", "03", "--step", "3.3"], 2);
     assert_eq!(step.stderr.matches("3.3").count(), 1, "{}", step.stderr);
+    let twice = learner_run(
+        &fixture,
+        &["hint", "03", "--step", "3.1", "--step", "3.1"],
+        2,
+    );
+    twice.fails_with(2, &["参数 --step <STEP> 只能写一次"]);
+}
+
+/// An argument that is not UTF-8 is said so, in Chinese.
+#[test]
+fn a_non_utf8_argument_is_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let fixture = Fixture::course();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("hint")
+        .arg(std::ffi::OsStr::from_bytes(b"\xff"))
+        .current_dir(fixture.root())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("参数里有不是 UTF-8 的字符"), "{stderr}");
 }
 
 /// The top level is the learner's door: `cargo xtask`, `--help` and a

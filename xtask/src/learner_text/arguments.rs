@@ -50,6 +50,9 @@ pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -
                 format!("参数 {arg} 不接受 `{value}`{rule}")
             }
         }
+        ErrorKind::ArgumentConflict if text(ContextKind::PriorArg) == arg => {
+            format!("参数 {arg} 只能写一次")
+        }
         ErrorKind::ArgumentConflict => format!("参数 {arg} 不能和前面的参数一起用"),
         ErrorKind::InvalidUtf8 => "参数里有不是 UTF-8 的字符".to_string(),
         ErrorKind::MissingRequiredArgument => format!("缺少参数 {arg}"),
