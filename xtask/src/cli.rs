@@ -211,7 +211,7 @@ pub enum Workload {
     Replay,
     /// The course crate's typed JSON against `serde_json::Value`.
     Json,
-    /// A learner's cold build and edit → result.
+    /// A learner's cold build, and check on an unchanged lab.
     Learner,
 }
 

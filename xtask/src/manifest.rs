@@ -200,7 +200,7 @@ impl Manifest {
             .chain(faults)
             .flatten()
         {
-            if matches!(crate::out::escape_control(text), Cow::Owned(_)) {
+            if text.chars().any(crate::out::is_hidden) {
                 problems.push(format!(
                     "{} holds a control character: write it as plain text",
                     shown(text)
@@ -337,7 +337,7 @@ impl TryFrom<String> for RepoPath {
     type Error = String;
 
     fn try_from(path: String) -> Result<Self, String> {
-        let plain = matches!(crate::out::escape_control(&path), Cow::Borrowed(_));
+        let plain = !path.chars().any(crate::out::is_hidden);
         let stays_inside = plain
             && !path.is_empty()
             && !path.contains('\\')

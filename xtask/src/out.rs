@@ -153,18 +153,21 @@ pub fn display_path(dir: &Path) -> String {
 /// for text from a commit or a manifest shown on a terminal: a subject
 /// cannot move the cursor, recolour the screen or forge a line of the report.
 pub fn escape_control(text: &str) -> Cow<'_, str> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
-    };
-    if !text.chars().any(hidden) {
+    if !text.chars().any(is_hidden) {
         return Cow::Borrowed(text);
     }
-    let escape = |c: char| match hidden(c) {
+    let escape = |c: char| match is_hidden(c) {
         true => c.escape_debug().to_string(),
         false => c.to_string(),
     };
     Cow::Owned(text.chars().map(escape).collect())
+}
+
+/// A character [`escape_control`] escapes: a control character or an
+/// invisible one that reorders text.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
 }
 
 /// [`escape_control`] line by line: a multi-line report keeps its breaks.
