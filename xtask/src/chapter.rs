@@ -1,7 +1,5 @@
-//! A chapter's folder under `checkpoints/`: its manifest, its learner's
-//! guide and its hints, and the course's tutor protocol beside the chapter
-//! folders, read without following a symlink anywhere below the repository
-//! root.
+//! A chapter's folder under `checkpoints/` (manifest, guide, hints) and the
+//! tutor protocol, read without following a symlink.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,20 +7,20 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::learner_text as say;
 use crate::locate::Checkpoint;
-use crate::manifest::{self, ChapterId, Manifest};
+use crate::manifest::{self, ChapterId, Manifest, RepoPath};
+use crate::out::noteln;
 use crate::repo::{CHECKPOINTS_DIR, CourseRepo};
 use crate::safe_fs;
 use crate::tree;
 
-/// The manifest of a chapter folder.
 pub const MANIFEST_FILE: &str = "checkpoint.json";
 /// The learner's guide; a practice folder holds it at its root, under the same name.
 pub const GUIDE_FILE: &str = "LEARNING.md";
-/// The course's tutor protocol for AI coding assistants, in `checkpoints/`;
-/// every practice folder gets a copy at its root under the same name.
+/// The chapter's starter: teaching files under their lab paths.
+pub const STARTER_DIR: &str = "starter";
+/// The course's tutor protocol for AI assistants, copied to every lab's root.
 pub const TUTOR_FILE: &str = "AGENTS.md";
 
-/// A chapter folder under `checkpoints/`.
 pub struct ChapterFolder {
     pub id: ChapterId,
     pub dir: PathBuf,
@@ -30,17 +28,17 @@ pub struct ChapterFolder {
     root: PathBuf,
 }
 
-/// What a practice folder hands the learner besides the code: the chapter's
-/// guide and, when the course has one, the tutor protocol.
+/// What a practice folder hands out besides the trees: the guide, the tutor
+/// protocol and the starter files.
 #[derive(Debug, Clone)]
 pub struct Handout {
     pub guide: String,
     pub tutor: Option<String>,
+    pub starter: Vec<(RepoPath, Vec<u8>)>,
 }
 
 impl ChapterFolder {
-    /// Reads a text file of the repository (`relative` to its root), never
-    /// through a symlink; `None` when it does not exist.
+    /// Reads a text file of the repository, never through a symlink.
     fn read_text(&self, relative: &Path) -> Result<Option<String>> {
         read_text_inside(
             &self.root,
@@ -50,8 +48,7 @@ impl ChapterFolder {
         )
     }
 
-    /// Reads the file `name` of this folder: its path as messages show it,
-    /// and its text; `missing` says that it does not exist.
+    /// Reads the file `name` of this folder: its path as shown, and its text.
     pub fn read(&self, name: &str, missing: fn(&str) -> String) -> Result<(String, String)> {
         let path = self.dir.strip_prefix(&self.root).unwrap_or(&self.dir);
         let path = path.join(name);
@@ -62,14 +59,67 @@ impl ChapterFolder {
         }
     }
 
-    /// Reads the guide and the tutor protocol a practice folder hands out.
-    pub fn handout(&self) -> Result<Handout> {
+    /// Reads what a practice folder of `manifest`'s chapter hands out.
+    pub fn handout(&self, manifest: &Manifest) -> Result<Handout> {
         let (_, guide) = self.read(GUIDE_FILE, say::chapter_file_missing)?;
         let tutor = self.read_text(&Path::new(CHECKPOINTS_DIR).join(TUTOR_FILE))?;
-        Ok(Handout { guide, tutor })
+        let starter = self.starter(manifest)?;
+        Ok(Handout {
+            guide,
+            tutor,
+            starter,
+        })
     }
 
-    /// Reads and checks the manifest.
+    /// The chapter's starter files, each one of `manifest`'s teaching files,
+    /// read without following a symlink.
+    pub fn starter(&self, manifest: &Manifest) -> Result<Vec<(RepoPath, Vec<u8>)>> {
+        let folder = self.dir.join(STARTER_DIR);
+        let from_root = folder.strip_prefix(&self.root).unwrap_or(&folder);
+        if fs::symlink_metadata(&folder).is_err() {
+            return Ok(Vec::new());
+        }
+        // Walking only names the files: each is read below, refusing a
+        // symlink on the way (the folder itself one).
+        let unreadable = |why: &str| {
+            let shown = from_root.display().to_string();
+            Error::bad_input(say::chapter_file_unreadable(&shown, why))
+        };
+        let walk = walkdir::WalkDir::new(&folder).min_depth(1);
+        let mut files = Vec::new();
+        for entry in walk.sort_by_file_name() {
+            let entry = entry.map_err(|error| unreadable(&error.to_string()))?;
+            if entry.file_type().is_dir() {
+                continue;
+            }
+            let relative = entry.path().strip_prefix(&folder).unwrap_or(entry.path());
+            let shown = from_root.join(relative).display().to_string();
+            let teaching = relative.to_str().and_then(|path| {
+                manifest
+                    .teaching_files
+                    .iter()
+                    .find(|file| file.as_str() == path)
+            });
+            let Some(teaching) = teaching else {
+                return Err(Error::bad_input(say::starter_not_teaching(
+                    &shown,
+                    manifest.id,
+                )));
+            };
+            let content = safe_fs::read_inside(&self.root, &from_root.join(relative))
+                .map_err(|refusal| {
+                    Error::bad_input(if refusal.is_symlink() {
+                        say::chapter_file_symlink(&shown, &refusal.at.display().to_string())
+                    } else {
+                        say::chapter_file_unreadable(&shown, &say::refusal(&refusal))
+                    })
+                })?
+                .unwrap_or_default();
+            files.push((teaching.clone(), content));
+        }
+        Ok(files)
+    }
+
     pub fn load(&self) -> Result<Manifest> {
         let (shown, text) = self.read(MANIFEST_FILE, say::chapter_file_missing)?;
         // A byte-order mark is invisible in an editor: read past it.
@@ -150,8 +200,7 @@ pub fn find(checkpoints_dir: &Path, id: ChapterId) -> Result<ChapterFolder> {
 }
 
 /// Reads the text file `relative` below `root`, never through a symlink;
-/// `None` when it does not exist. The sentences say a symlink on the way
-/// (path, link), another refusal (path, why) and text that is not UTF-8.
+/// `None` when it does not exist.
 pub fn read_text_inside(
     root: &Path,
     relative: &Path,
@@ -170,9 +219,8 @@ pub fn read_text_inside(
     text.transpose().map_err(Error::bad_input)
 }
 
-/// Checks the manifest against the target commit: the focused test, every
-/// step's own test file, every teaching file and every lab file must be
-/// files there.
+/// Checks that the target has every file the manifest names, and warns
+/// about an [`idle_layer`].
 pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpoint) -> Result<()> {
     let tree = repo.tree_of(checkpoint.target.oid)?;
     let missing: Vec<String> = manifest
@@ -182,9 +230,35 @@ pub fn check_target(repo: &CourseRepo, manifest: &Manifest, checkpoint: &Checkpo
         .filter(|path| !matches!(tree::file_at(&repo.git, &tree, path.as_str()), Ok(Some(_))))
         .map(|path| format!("`{path}`"))
         .collect();
-    if missing.is_empty() {
-        return Ok(());
+    if !missing.is_empty() {
+        let lacks = say::target_lacks_files(manifest.id, &missing, &checkpoint.target.short);
+        return Err(Error::bad_input(lacks));
     }
-    let lacks = say::target_lacks_files(manifest.id, &missing, &checkpoint.target.short);
-    Err(Error::bad_input(lacks))
+    if let Some(idle) = idle_layer(repo, manifest, checkpoint)? {
+        noteln!("{}{idle}", say::note_prefix());
+    }
+    Ok(())
+}
+
+/// What to say when the target's layer changes no teaching file.
+pub fn idle_layer(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    checkpoint: &Checkpoint,
+) -> Result<Option<String>> {
+    let (parent, target) = (
+        repo.tree_of(checkpoint.parent.oid)?,
+        repo.tree_of(checkpoint.target.oid)?,
+    );
+    let blob = |tree: &git2::Tree<'_>, path: &RepoPath| {
+        tree.get_path(Path::new(path.as_str()))
+            .ok()
+            .map(|entry| entry.id())
+    };
+    let teaching = &manifest.teaching_files;
+    let idle = !teaching.is_empty()
+        && (teaching.iter()).all(|path| blob(&parent, path) == blob(&target, path));
+    let target = &checkpoint.target;
+    let subject = crate::out::escape_control(&target.subject);
+    Ok(idle.then(|| say::idle_layer(manifest.id, &target.short, &subject)))
 }

@@ -1,13 +1,7 @@
-//! `check NN DIR`: where the learner stands, not raw cargo noise — does it
-//! compile (and which teaching file each error belongs to, [`trace`]), which
-//! steps are green, and the first deviation of the first failing test, in
-//! the course's language ([`crate::learner_text`]).
-//!
-//! Never green on wrong work: the lab is built in its own target folder
-//! (`DIR/target`), whatever `CARGO_TARGET_DIR` says, from what it holds now
-//! ([`freshness`]); its test files must be the target's ([`tests_intact`]);
-//! a run in which no test ran is red; the exit status is the verdict even
-//! when stdout is closed.
+//! `check NN DIR`: does the lab compile (errors traced to a teaching file),
+//! which steps are green, and the first failing test's deviation. Never
+//! green on wrong work: its own target folder ([`freshness`]), the target's
+//! test files ([`tests_intact`]), no run without tests, exit status as verdict.
 
 mod judge;
 mod report;
@@ -32,9 +26,8 @@ use crate::repo::CourseRepo;
 use crate::signals;
 use crate::watch::{self, Watcher};
 
-/// The learner's position, as `--json` prints it. Every field name and
-/// every value the tool itself chooses is ASCII and stable; text from the
-/// manifest (`title`) and from rustc and the tests is passed on as it is.
+/// The learner's position, as `--json` prints it: field names and chosen
+/// values ASCII and stable.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Position {
@@ -44,8 +37,7 @@ pub struct Position {
     focused_test_present: bool,
     /// The lab's test files that are not the target's (changed or missing).
     changed_tests: Vec<ChangedTest>,
-    /// False when the target's test files could not be read (no history):
-    /// the lab's tests cannot be trusted, so the chapter is not complete.
+    /// False when the target's test files could not be read: not complete.
     tests_verified: bool,
     /// True when the tests compiled and ran.
     compiled: bool,
@@ -59,15 +51,16 @@ pub struct Position {
     passed: usize,
     ran: usize,
     expected: Option<usize>,
-    /// True when the whole chapter passes: focused tests and every step.
+    /// The lab's whole suite, run once everything else passes (null before).
+    suite: Option<Suite>,
+    /// True when the focused tests, every step and the whole suite pass.
     complete: bool,
     /// Cargo's output as a person reads it, with `--json --verbose`.
     #[serde(skip_serializing_if = "Option::is_none")]
     cargo_output: Option<String>,
     #[serde(skip)]
     output: String,
-    /// The output of a run that failed with neither a compile error nor a
-    /// failing test (cargo could not start: a broken `Cargo.toml`, …).
+    /// The output of a run that failed with no compile error or failing test.
     #[serde(skip)]
     unexplained: Option<String>,
     /// The lab as typed from the repository root (relative when inside it).
@@ -101,19 +94,48 @@ struct ErrorAt {
 struct StepStatus {
     id: String,
     title: Option<String>,
-    /// The test-name filter as the manifest gives it ("" selects all).
-    filter: String,
+    /// The test-name filters of its entries ("" selects all).
+    filters: Vec<String>,
     /// True when the step has a run of its own (e.g. a wire test file).
     own_run: bool,
+    /// Distinct tests of the step that passed, ran, and are expected.
     passed: usize,
     ran: usize,
     expected: usize,
     green: bool,
+    /// The steps whose starter `todo!`s all of this step's failures hit.
+    not_written: Vec<String>,
+}
+
+/// The lab's whole test suite (`cargo test --workspace`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Suite {
+    /// Tests that passed, and that ran (up to the first failing binary).
+    passed: usize,
+    ran: usize,
+    green: bool,
+    /// True when the lab is unchanged since a check in which it passed.
+    reused: bool,
+    /// The command cargo gives to rerun the failing test binary.
+    rerun: Option<String>,
+}
+
+impl Suite {
+    /// The suite's verdict kept from an earlier check.
+    fn kept(passed: usize) -> Self {
+        Suite {
+            passed,
+            ran: passed,
+            green: true,
+            reused: true,
+            rerun: None,
+        }
+    }
 }
 
 impl cli::Check {
-    /// Runs the command: exit 0 only when the whole chapter passes. With
-    /// `--watch` it reports again after every edit until interrupted.
+    /// Runs the command: exit 0 only when the whole chapter passes.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
         // A manifest naming a file its target lacks is the author's slip, said
@@ -122,6 +144,11 @@ impl cli::Check {
             chapter::check_target(repo, &manifest, &checkpoint)?;
         }
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "check")?;
+        if self.restore_tests {
+            for test in tests_intact::restore(repo, &manifest, &lab)? {
+                noteln!("{}", say::test_restored(&test));
+            }
+        }
         if !self.watch {
             let mut position = position(repo, &manifest, &lab, self.limit.duration())?;
             self.print(&mut position);
@@ -160,9 +187,7 @@ impl cli::Check {
     }
 }
 
-/// The learner's position in `lab` for chapter `manifest`, each run limited
-/// to `timeout`: what `check` reports, and what `compare` asks before it
-/// shows the answer.
+/// The learner's position in `lab`, for `check` and `compare`.
 pub fn position(
     repo: &CourseRepo,
     manifest: &Manifest,
@@ -174,10 +199,7 @@ pub fn position(
         title: manifest.title.clone(),
         focused_test_present: manifest.focused_test.under(lab).is_file(),
         expected: manifest.expected_tests,
-        lab_from_root: out::relative_or_absolute(
-            lab,
-            &repo.root.canonicalize().unwrap_or(repo.root.clone()),
-        ),
+        lab_from_root: out::relative_or_absolute(lab, &repo.canonical_root),
         ..Position::default()
     };
     (position.changed_tests, position.tests_verified) =
@@ -190,12 +212,36 @@ pub fn position(
     // is the learner's business.
     let target = lab.join(crate::repo::TARGET_DIR);
     let builds = freshness::prepare(lab, &target, timeout)?;
-    let runs = run::run_all(manifest, lab, &target, timeout, &position.changed_tests)?;
+    // After an edit of a lab whose runs compiled, the runs' test targets
+    // build side by side first (an edit rarely breaks the build; one that
+    // does costs a second compile once).
+    let changed = &position.changed_tests;
+    let prebuild = builds.edited_after_compiling;
+    let (runs, prebuilt) = run::run_all(manifest, lab, &target, timeout, changed, prebuild)?;
     let tracer = trace::Tracer::new(repo, manifest, lab);
     judge::judge(manifest, &mut position, &runs, &tracer);
-    let ran = runs.iter().filter_map(|run| run.ran.as_ref());
-    let artifacts = ran.flat_map(|(report, _)| &report.artifacts);
-    builds.record(lab, &target, artifacts, position.timed_out)?;
+    // The record's `compiled` is the chapter's runs', whatever the suite does.
+    let compiled = position.compiled;
+    // Only a chapter whose own runs are green pays for the whole suite, and
+    // only when the lab changed since it last passed.
+    let mut suite = None;
+    if position.complete {
+        match builds.suite_passed {
+            Some(passed) => position.suite = Some(Suite::kept(passed)),
+            None => {
+                let ran = run::suite(lab, &target, timeout)?;
+                judge::judge_suite(&mut position, &ran, &tracer);
+                suite = Some(ran);
+            }
+        }
+    }
+    let ran = runs.iter().filter_map(|run| run.ran.as_ref()).chain(&suite);
+    let reports = ran.map(|(report, _)| report).chain(&prebuilt);
+    let artifacts = reports.flat_map(|report| &report.artifacts);
+    let green_suite = position.suite.as_ref().filter(|suite| suite.green);
+    let suite_passed = green_suite.map(|suite| suite.passed);
+    let timed_out = position.timed_out;
+    builds.record(lab, &target, artifacts, timed_out, compiled, suite_passed)?;
     Ok(position)
 }
 
@@ -209,21 +255,19 @@ impl Position {
         (self.passed, self.expected)
     }
 
-    /// The ids of the steps that are not green yet, each once.
+    /// True when the lab's whole suite ran and did not pass.
+    pub fn suite_failed(&self) -> bool {
+        self.suite.as_ref().is_some_and(|suite| !suite.green)
+    }
+
+    /// The ids of the steps that are not green yet.
     pub fn red_steps(&self) -> Vec<String> {
-        let mut red: Vec<String> = self
-            .steps
-            .iter()
-            .filter(|step| !step.green)
-            .map(|step| step.id.clone())
-            .collect();
-        red.dedup();
-        red
+        let red = self.steps.iter().filter(|step| !step.green);
+        red.map(|step| step.id.clone()).collect()
     }
 }
 
-/// The exit status is the verdict: red work fails the command even when its
-/// report could not be written (a closed or full stdout).
+/// The exit status is the verdict, whether or not the report was written.
 fn verdict(position: &Position) -> Result<()> {
     if position.complete {
         Ok(())

@@ -10,8 +10,8 @@ use crate::cli;
 use crate::error::{self, Result};
 use crate::learner_text as say;
 use crate::locate::{self, Checkpoint};
-use crate::manifest::{ChapterId, Mode};
-use crate::out::{outln, shell_word};
+use crate::manifest::{ChapterId, Manifest, Mode, RepoPath};
+use crate::out::{outln, shell_line};
 use crate::repo::CourseRepo;
 
 /// The `--json` shape of `checkpoint NN`.
@@ -41,6 +41,22 @@ pub struct Report<'a> {
 pub struct ChangedFile {
     pub status: char,
     pub path: String,
+    pub role: Role,
+    /// True for a teaching file the chapter's starter begins.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub starter: bool,
+}
+
+/// Where a file the layer changes goes for a learner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A teaching file: the learner writes it.
+    Teaching,
+    /// Handed to the lab from the target: a test file or a lab file.
+    Lab,
+    /// Stays in the repository (its own tests): never in a lab.
+    Repository,
 }
 
 #[derive(Serialize)]
@@ -51,16 +67,12 @@ pub struct Commands {
 }
 
 impl cli::Checkpoint {
-    /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let (id, json) = (self.id, self.json);
-        let manifest = chapter::find(&repo.checkpoints_dir(), id)?.load()?;
+        let folder = chapter::find(&repo.checkpoints_dir(), id)?;
+        let manifest = folder.load()?;
         let checkpoint = locate::locate(&repo.git, id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        // The answer is the teaching files: nothing of the tooling (a
-        // re-cut's start carries a different one) or the benchmarks.
-        let teaching = manifest.teaching_files.iter();
-        let teaching: Vec<_> = teaching.map(|file| shell_word(file.as_str())).collect();
         let (start, target) = (&checkpoint.start, &checkpoint.target);
         let report = Report {
             id: manifest.id,
@@ -69,7 +81,7 @@ impl cli::Checkpoint {
             start,
             previous_end: checkpoint.previous_end.as_ref(),
             target,
-            files: changed_files(repo, &checkpoint)?,
+            files: changed_files(repo, &manifest, &checkpoint, &folder.starter(&manifest)?)?,
             focused_test: manifest.focused_test.as_str(),
             lab_files: manifest
                 .lab_files
@@ -78,12 +90,14 @@ impl cli::Checkpoint {
                 .collect(),
             commands: Commands {
                 practice: format!("cargo xtask practice {id} ./lab"),
-                run: manifest.run.join(" "),
+                run: shell_line(&manifest.run),
+                // The answer is the teaching files: nothing of the tooling (a
+                // re-cut's start carries a different one) or the benchmarks.
                 diff: format!(
                     "git diff {} {} -- {}",
                     start.short,
                     target.short,
-                    teaching.join(" ")
+                    shell_line(manifest.teaching_files.iter().map(RepoPath::as_str))
                 ),
             },
         };
@@ -96,8 +110,14 @@ impl cli::Checkpoint {
     }
 }
 
-/// The learner's files that differ between start and target.
-fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<ChangedFile>> {
+/// The learner's files that differ between start and target, with their roles.
+pub fn changed_files(
+    repo: &CourseRepo,
+    manifest: &Manifest,
+    checkpoint: &Checkpoint,
+    starter: &[(RepoPath, Vec<u8>)],
+) -> Result<Vec<ChangedFile>> {
+    let has = |files: Vec<&RepoPath>, path: &str| files.iter().any(|file| file.as_str() == path);
     let old = repo.tree_of(checkpoint.start.oid)?;
     let new = repo.tree_of(checkpoint.target.oid)?;
     let diff = repo
@@ -127,7 +147,21 @@ fn changed_files(repo: &CourseRepo, checkpoint: &Checkpoint) -> Result<Vec<Chang
                 _ => '?',
             };
             let path = path.into_owned();
-            ChangedFile { status, path }
+            let role = if has(manifest.teaching_files.iter().collect(), &path) {
+                Role::Teaching
+            } else if has(manifest.target_files(), &path) {
+                Role::Lab
+            } else {
+                Role::Repository
+            };
+            let starter = manifest.mode == Mode::Rebuild
+                && starter.iter().any(|(file, _)| file.as_str() == path);
+            ChangedFile {
+                status,
+                path,
+                role,
+                starter,
+            }
         })
         .collect())
 }

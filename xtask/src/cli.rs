@@ -118,6 +118,8 @@ pub struct Check {
     pub verbose: bool,
     #[arg(long, help = help::JSON)]
     pub json: bool,
+    #[arg(long, help = help::RESTORE_TESTS)]
+    pub restore_tests: bool,
     #[command(flatten)]
     pub limit: Timeout,
 }

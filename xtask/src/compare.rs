@@ -1,13 +1,8 @@
-//! `compare NN DIR`: once the chapter is complete in a practice folder, each
-//! teaching file of the learner beside the reference answer (the target's),
-//! as a diff, with one line per file saying how far apart they are. Before
-//! that it refuses; `--anyway` insists.
-//!
-//! "Complete" is `check`'s verdict, not a second opinion: compare calls
-//! [`crate::check::position`] and reads its typed result (a signal or the
-//! timeout ends its runs as it ends check's). The learner's files are read
-//! without following a symlink.
+//! `compare NN DIR`: once `check`'s [`crate::check::position`] says the
+//! chapter is complete (or with `--anyway`), each teaching file beside the
+//! target's, as a diff, with one line per file saying how far apart.
 
+use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -24,10 +19,11 @@ use crate::repo::CourseRepo;
 use crate::tree;
 
 impl cli::Compare {
-    /// Runs the command: exit 1 (and nothing shown) while the chapter is not
-    /// complete in DIR, unless `--anyway`.
+    /// Runs the command: exit 1 while the chapter is not complete, unless `--anyway`.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        let manifest = chapter::find(&repo.checkpoints_dir(), self.id)?.load()?;
+        let folder = chapter::find(&repo.checkpoints_dir(), self.id)?;
+        let manifest = folder.load()?;
+        let starter = folder.starter(&manifest)?;
         let checkpoint = locate::locate(&repo.git, self.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
         let lab = crate::lab_dir::find_lab(repo, &self.dir, &manifest, "compare")?;
@@ -61,11 +57,16 @@ impl cli::Compare {
             let mut patch = Patch::from_buffers(old, name, answer.as_bytes(), name, None)
                 .map_err(error::git(&failed))?;
             let (_, added, removed) = patch.line_stats().map_err(error::git(&failed))?;
+            let given = starter_lines(&starter, path);
+            let from_starter = removed_lines(&patch)?
+                .filter(|line| given.contains(line.trim()))
+                .count();
             let (mine, answer) = (
                 mine.as_ref().map(|mine| mine.lines().count()),
                 answer.lines().count(),
             );
-            distances.push(say::compare_distance(path, mine, answer, removed, added));
+            let counts = (removed, from_starter, added);
+            distances.push(say::compare_distance(path, mine, answer, counts));
             if added + removed > 0 {
                 outln!("\n{}", say::compare_file(path));
                 print_hunks(&mut patch, colour)?;
@@ -85,8 +86,7 @@ impl cli::Compare {
         Ok(())
     }
 
-    /// Refuses unless `check NN DIR` calls the chapter complete: what is
-    /// still red, and how to look anyway.
+    /// Refuses unless `check` calls the chapter complete.
     fn require_complete(&self, repo: &CourseRepo, manifest: &Manifest, lab: &Path) -> Result<()> {
         let dir = shell_word(&self.dir.display().to_string());
         noteln!("{}", say::compare_checking(&dir));
@@ -95,12 +95,43 @@ impl cli::Compare {
             return Ok(());
         }
         let (passed, expected) = position.passed();
-        let verdict = say::compare_verdict(passed, expected, &position.red_steps());
+        let red_steps = position.red_steps();
+        let verdict = say::compare_verdict(passed, expected, &red_steps, position.suite_failed());
         let id = manifest.id.to_string();
         Err(Error::check_failed(say::compare_refused(
             &id, &dir, &verdict,
         )))
     }
+}
+
+/// The non-blank lines, trimmed, the starter gave for `path`.
+fn starter_lines(starter: &[(RepoPath, Vec<u8>)], path: &str) -> HashSet<String> {
+    let given = starter.iter().find(|(file, _)| file.as_str() == path);
+    let text = given.map(|(_, content)| String::from_utf8_lossy(content));
+    let lines = text.iter().flat_map(|text| text.lines().map(str::trim));
+    lines
+        .filter(|line| !line.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The lines only the learner's side of `patch` has.
+fn removed_lines(patch: &Patch<'_>) -> Result<impl Iterator<Item = String>> {
+    let mut lines = Vec::new();
+    for hunk in 0..patch.num_hunks() {
+        let count = patch
+            .num_lines_in_hunk(hunk)
+            .map_err(error::git("cannot read a diff"))?;
+        for at in 0..count {
+            let line = patch
+                .line_in_hunk(hunk, at)
+                .map_err(error::git("cannot read a diff"))?;
+            if line.origin() == '-' {
+                lines.push(String::from_utf8_lossy(line.content()).into_owned());
+            }
+        }
+    }
+    Ok(lines.into_iter())
 }
 
 /// The patch's hunks: a header, then each line with its `-`, `+` or space.

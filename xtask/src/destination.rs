@@ -1,8 +1,6 @@
-//! Where a practice folder goes. DIR is resolved and checked before
-//! anything is written; the folders made on the way to it are removed again
-//! if the run does not finish; the folder is built in a staging folder
-//! beside it (`.practice-<random>`, removed on an error or an interrupt) and
-//! renamed into place; an existing empty DIR is filled in place (its inode kept).
+//! Where a practice folder goes: DIR is checked before anything is written,
+//! built in a staging folder beside it and renamed into place (an empty DIR
+//! is filled in place); a failed run removes what it made.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -18,14 +16,12 @@ use crate::error::{self, Error, Result};
 use crate::learner_text::{self as say, PracticeStep};
 use crate::repo::CourseRepo;
 
-/// DIR, resolved.
 #[derive(Debug)]
 pub struct Destination {
     /// DIR as an absolute path: its existing part with symlinks resolved,
     /// then the names that do not exist yet, as typed (`..` applied).
     pub path: PathBuf,
-    /// The folders between the existing part and DIR that do not exist yet,
-    /// innermost first.
+    /// The missing folders between the existing part and DIR, innermost first.
     missing_parents: Vec<PathBuf>,
     /// DIR exists (as an empty folder, once [`Destination::check`] passed).
     exists: bool,
@@ -37,8 +33,7 @@ pub fn failed(step: PracticeStep, path: &Path) -> impl FnOnce(io::Error) -> Erro
 }
 
 impl Destination {
-    /// Resolves `dir` from `here` (the current directory, canonical).
-    /// Nothing is created: a missing `a/../b` is simply `b`.
+    /// Resolves `dir` from `here` (canonical); creates nothing.
     pub fn resolve(dir: &Path, here: &Path) -> Result<Self> {
         let mut existing = here.to_path_buf();
         let mut missing: Vec<&OsStr> = Vec::new();
@@ -83,9 +78,7 @@ impl Destination {
         })
     }
 
-    /// Refuses a DIR inside any `.git` or the repository's git folders, the
-    /// current folder, the repository or a folder containing it, a file, and
-    /// a folder that is not empty. Touches nothing.
+    /// Refuses a DIR that cannot be a new lab. Touches nothing.
     pub fn check(&self, repo: &CourseRepo, here: &Path) -> Result<()> {
         let dir = &self.path;
         let shown = dir.display().to_string();
@@ -117,8 +110,7 @@ impl Destination {
         Ok(())
     }
 
-    /// Creates the missing folders on the way to DIR. They are removed
-    /// again when the returned value is dropped, unless it is kept.
+    /// Creates the missing folders to DIR, removed on drop unless kept.
     pub fn create_parents(&self) -> Result<CreatedFolders> {
         let mut created = CreatedFolders(Vec::new());
         for folder in self.missing_parents.iter().rev() {
@@ -132,8 +124,7 @@ impl Destination {
         Ok(created)
     }
 
-    /// A new, empty staging folder beside DIR, removed with all it holds
-    /// when dropped.
+    /// A new, empty staging folder beside DIR, removed when dropped.
     pub fn staging(&self) -> Result<TempDir> {
         let folder = self.path.parent().unwrap_or(Path::new("/"));
         tempfile::Builder::new()
@@ -142,12 +133,9 @@ impl Destination {
             .map_err(failed(PracticeStep::Staging, folder))
     }
 
-    /// Puts the finished staging folder's content at DIR: the folder renamed
-    /// to DIR when DIR did not exist, else its entries moved into the
-    /// existing empty DIR, which keeps its mode, owner and inode (an editor
-    /// or a terminal open in it stays in the lab). If DIR was created or
-    /// filled in the meantime (another run was faster), this run's copy is
-    /// removed and DIR left as it is.
+    /// Puts the staging folder's content at DIR: renamed, or moved into an
+    /// existing empty DIR (keeping its inode); if DIR filled meanwhile, this
+    /// copy is removed and DIR left as it is.
     pub fn move_into_place(&self, staging: TempDir) -> Result<()> {
         let moved = if self.exists {
             fill(staging.path(), &self.path)
@@ -166,9 +154,8 @@ impl Destination {
     }
 }
 
-/// Moves every entry of `content` into the existing folder `dir` (opened
-/// without following a symlink), never replacing anything there. If one
-/// cannot be moved, those already moved go back, so `dir` is left as it was.
+/// Moves every entry of `content` into `dir`, replacing nothing; on a
+/// failure those already moved go back.
 fn fill(content: &Path, dir: &Path) -> io::Result<()> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let from = rustix::fs::open(content, flags, Mode::empty())?;
@@ -187,8 +174,7 @@ fn fill(content: &Path, dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Renames `name` from folder `from` to folder `to`, failing with EEXIST
-/// when `to` has an entry of that name.
+/// Renames `name` from `from` to `to`, with EEXIST when `to` has that name.
 fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> io::Result<()> {
     match rustix::fs::renameat_with(from, name, to, name, RenameFlags::NOREPLACE) {
         // A file system without RENAME_NOREPLACE (NFS): look, then rename.
@@ -201,8 +187,7 @@ fn rename_no_replace(from: &OwnedFd, name: &OsStr, to: &OwnedFd) -> io::Result<(
     }
 }
 
-/// Folders a run created on the way to DIR; removed (if still empty),
-/// innermost first, when dropped, unless [`CreatedFolders::keep`] was called.
+/// Folders made on the way to DIR, removed (if empty) on drop unless kept.
 #[must_use]
 pub struct CreatedFolders(Vec<PathBuf>);
 

@@ -2,11 +2,8 @@
 
 use std::fmt;
 
-/// What a failed command reports: a message that says what was wrong and
-/// what to do, and its exit code: 1 a check failed, 2 the input (arguments,
-/// repository, manifest) can't be used, 3 the machine failed the command
-/// (disk full, permission denied, out of file handles), 128 + n a signal
-/// stopped it (after it cleaned up).
+/// A failed command's message and exit code: 1 a check failed, 2 bad
+/// input, 3 the machine failed, 128 + n a signal.
 #[derive(Debug)]
 pub struct Error {
     code: u8,
@@ -78,10 +75,8 @@ pub fn io(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     io_said(move |error| format!("{what}: {error}"))
 }
 
-/// I/O errors, `message` saying from the error what failed and what to do.
-/// A full disk, a denied permission or a read-only file system is the
-/// environment's failure (exit 3); anything else is taken as bad input
-/// (exit 2: a path that is not what it should be).
+/// I/O errors: a full disk, a denied permission or a read-only file system
+/// is the environment's (exit 3), anything else bad input (exit 2).
 pub fn io_said(
     message: impl FnOnce(&std::io::Error) -> String,
 ) -> impl FnOnce(std::io::Error) -> Error {

@@ -1,7 +1,5 @@
-//! Keeping a practice folder inside the work tree out of git: one pattern
-//! that matches that folder alone, in the exclude file git reads for every
-//! worktree (`<common git dir>/info/exclude`), appended as one whole line in
-//! one write, so two runs at once never lose each other's line.
+//! Keeping a practice folder inside the work tree out of git: one line in
+//! `<common git dir>/info/exclude`, appended in one write.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -21,12 +19,8 @@ pub struct Excluded {
     pub added: bool,
 }
 
-/// The gitignore pattern that matches the folder `relative` (plain names
-/// below the work tree's root) and nothing else: anchored with a leading
-/// `/`, folders only with a trailing `/`, and `\`, `*`, `?`, `[` escaped.
-/// The leading `/` also keeps a name starting with `#` or `!` from being a
-/// comment or a negation, and the trailing `/` keeps trailing spaces. A name
-/// with a newline cannot be written in a pattern: that is bad input.
+/// The gitignore pattern matching the folder `relative` alone: anchored
+/// `/`, trailing `/`, with `\`, `*`, `?`, `[` escaped; a newline is bad input.
 pub fn pattern_for(relative: &Path) -> Result<Vec<u8>> {
     let mut pattern = Vec::new();
     for name in relative {
@@ -46,8 +40,7 @@ pub fn pattern_for(relative: &Path) -> Result<Vec<u8>> {
     Ok(pattern)
 }
 
-/// Adds `pattern` (from [`pattern_for`]) to the exclude file of the common
-/// git folder `git_dir`, unless it is there already.
+/// Adds `pattern` to the exclude file of `git_dir` unless it is there.
 pub fn add(git_dir: &Path, pattern: &[u8]) -> Result<Excluded> {
     let file = git_dir.join("info/exclude");
     let append = || -> io::Result<bool> {

@@ -1,7 +1,5 @@
-//! `hint NN [--step S] [--level 1-4]`: the hint ladder of a chapter step —
-//! 1 locate the file, 2 the signature, 3 pseudocode, 4 a partial fragment —
-//! from `checkpoints/NN/hints.md` (its format is AUTHORING.md's; being
-//! under `checkpoints/`, hints never reach a practice folder).
+//! `hint NN [--step S] [--level 1-4]`: a step's hint ladder from
+//! `checkpoints/NN/hints.md` (format: AUTHORING.md).
 
 use crate::chapter;
 use crate::cli;
@@ -11,7 +9,6 @@ use crate::manifest;
 use crate::out::outln;
 use crate::repo::CourseRepo;
 
-/// The hints of one step.
 #[derive(Debug, PartialEq)]
 struct StepHints {
     step: String,
@@ -20,10 +17,10 @@ struct StepHints {
 }
 
 impl cli::Hint {
-    /// Runs the command.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let (id, step, level) = (self.id, self.step.as_deref(), self.level);
         let chapter = chapter::find(&repo.checkpoints_dir(), id)?;
+        let manifest = chapter.load()?;
         let (shown, text) = chapter.read("hints.md", say::hints_missing)?;
         let hints =
             parse(&text).map_err(|line| Error::bad_input(say::hints_malformed(&shown, line)))?;
@@ -40,7 +37,14 @@ impl cli::Hint {
             ))
         })?;
         let level = usize::from(level);
-        outln!("{}", say::hint_heading(&id.to_string(), &chosen.step));
+        // The step's title has one home, the manifest, as in `check`'s rows.
+        let groups = manifest.step_groups();
+        let title = groups.iter().find(|group| group.id == chosen.step);
+        let title = title.and_then(|group| group.title);
+        outln!(
+            "{}",
+            say::hint_heading(&id.to_string(), &chosen.step, title)
+        );
         for (index, text) in chosen.levels.iter().take(level).enumerate() {
             outln!("\n{}", say::hint_rung(index + 1));
             for line in text.lines() {

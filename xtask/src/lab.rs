@@ -1,13 +1,7 @@
-//! Building a lab: the folder a learner practises a chapter in. `practice`
-//! builds one for the learner and `verify`'s leak proof builds the same, so
-//! the two can never drift apart.
-//!
-//! A lab holds the base tree (the parent's when rebuilding, the target's
-//! when observing) without the tooling, the target's files for the chapter
-//! ([`Manifest::target_files`], each over the base's version), the chapter's
-//! guide with a header and the course's tutor protocol: nothing else from
-//! the target, so the answer never leaks. A symlink of the base tree on the
-//! way to one of these files is refused; one at its own path is replaced.
+//! Building a lab, for `practice` and `verify`'s leak proof alike: the base
+//! tree without the tooling, the target's [`Manifest::target_files`], the
+//! starter when rebuilding, the guide and the tutor protocol; nothing else
+//! from the target. A symlink on the way to one of these files is refused.
 
 use std::path::Path;
 
@@ -15,17 +9,15 @@ use crate::chapter::{self, Handout};
 use crate::error::{Error, Result};
 use crate::learner_text::{self as say, LabPointer};
 use crate::locate::Checkpoint;
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, Mode};
 use crate::out::escape_control;
 use crate::repo::CourseRepo;
 use crate::safe_fs;
 use crate::tree::{self, Written};
 use crate::worlds;
 
-/// Writes a lab's content into the empty folder `dest` and says what the
-/// base tree held. `pointer`, when given, puts the lab's real commands in
-/// the guide's header (`practice` knows where the lab will be; `verify`'s
-/// labs have no such place).
+/// Writes a lab into the empty folder `dest` and says what the base tree
+/// held; `pointer` puts the lab's real commands in the guide's header.
 pub fn build(
     repo: &CourseRepo,
     manifest: &Manifest,
@@ -56,6 +48,10 @@ pub fn build(
             Error::bad_input(say::target_lacks_files(manifest.id, &missing, short))
         })?;
         files.push((file, content));
+    }
+    if manifest.mode == Mode::Rebuild {
+        let starter = handout.starter.iter();
+        files.extend(starter.map(|(file, content)| (file.as_str(), content.clone())));
     }
     let guide = say::guide_with_header(manifest, checkpoint, pointer, &handout.guide);
     files.push((chapter::GUIDE_FILE, guide.into_bytes()));

@@ -1,12 +1,6 @@
-//! Finding the lab a learner command is pointed at (`check NN DIR`,
-//! `compare NN DIR`): DIR against the current folder, then the repository
-//! root; the repository itself, folders that are not labs and a lab of
-//! another chapter are refused.
-//!
-//! A lab knows its chapter: `practice` writes [`MARKER_FILE`] at its root, a
-//! line the learner can read too. Cargo never looks at it, and `check`
-//! compares only the chapter's test files. A lab made before the marker
-//! existed has none and is taken for any chapter.
+//! Finding the lab of `check NN DIR` / `compare NN DIR`: DIR against the
+//! current folder, then the repository root. `practice` writes
+//! [`MARKER_FILE`] naming the chapter; a lab without one fits any chapter.
 
 use std::path::{Path, PathBuf};
 
@@ -31,9 +25,8 @@ fn lab_chapter(lab: &Path) -> Option<ChapterId> {
     value.trim().trim_matches('"').parse().ok()
 }
 
-/// Resolves DIR against the current folder, then against the repository
-/// root; refuses the repository itself, folders that are not labs and a lab
-/// made for another chapter (naming the `command` that fits it).
+/// Resolves DIR against the current folder, then the repository root, and
+/// refuses what is not a lab of this chapter (naming the `command` that fits).
 pub fn find_lab(
     repo: &CourseRepo,
     dir: &Path,

@@ -1,8 +1,5 @@
-//! Every sentence a learner reads, in the course's language (Chinese): the
-//! learner commands' reports, errors, argument errors and help. Author
-//! commands (`verify`, `recut`, `bench`, `list`) speak English. `main` sets
-//! the audience once ([`set_audience`]); errors of shared code either can
-//! meet pick their language with [`pick`] ([`shared`]).
+//! Every sentence a learner reads, in Chinese; author commands speak English.
+//! `main` sets the audience once ([`set_audience`]); shared errors [`pick`].
 
 mod arguments;
 pub mod basic;

@@ -1,9 +1,5 @@
-//! Reading cargo's and libtest's output: did it compile, which tests passed,
-//! and what was the first deviation.
-//!
-//! Compile errors come from cargo's `--message-format=json` ([`parse_cargo`]),
-//! spans and all; [`parse`] reads cargo's prose. Test results are libtest's
-//! human output (its JSON is unstable), read here and nowhere else.
+//! Reading cargo's output ([`parse_cargo`] for JSON runs, [`parse`] for
+//! prose) and libtest's human output (its JSON is unstable).
 
 use std::collections::{HashMap, HashSet};
 
@@ -24,13 +20,11 @@ pub struct Report {
     pub ignored: Vec<String>,
     /// What cargo built or found fresh (JSON runs only).
     pub artifacts: Vec<Artifact>,
-    /// The run as a person would read it: cargo's stderr, every diagnostic's
-    /// rendered text, then libtest's output (JSON runs only).
+    /// The run as a person would read it (JSON runs only).
     pub text: String,
 }
 
-/// One `compiler-artifact` message of cargo: a unit built (`fresh` false)
-/// or reused from an earlier build (`fresh` true).
+/// One `compiler-artifact` message of cargo: built, or `fresh`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Artifact {
     pub package_id: String,
@@ -40,14 +34,12 @@ pub struct Artifact {
 }
 
 impl Artifact {
-    /// True for a package of the workspace or another local path (its
-    /// sources are the learner's), false for a registry or git dependency.
+    /// True for a workspace or path package, false for a registry or git one.
     pub fn is_local(&self) -> bool {
         self.package_id.starts_with("path+") || self.package_id.contains("(path+")
     }
 }
 
-/// A compiler error and where it points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileError {
     pub message: String,
@@ -55,9 +47,10 @@ pub struct CompileError {
     pub location: Option<String>,
     /// rustc's own text for the error, shown intact (else its message).
     pub rendered: String,
-    /// The files the diagnostic points at, most telling first: its primary
-    /// spans, its other spans, then its child notes' spans (JSON runs only).
+    /// The files the diagnostic points at, primary spans first (JSON runs only).
     pub files: Vec<String>,
+    /// Its child notes' messages, breadth first (a linker's own words among them).
+    pub notes: Vec<String>,
 }
 
 /// A failing test and its first deviation.
@@ -66,6 +59,42 @@ pub struct Failure {
     pub name: String,
     /// The panic message, e.g. an assertion with its left and right sides.
     pub message: String,
+}
+
+/// A starter's `todo!("Lab N.M … 尚未实现")` panic a failure ran into, and
+/// where (`FILE:LINE:COL`) when cargo said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unwritten {
+    pub step: String,
+    pub at: Option<String>,
+}
+
+impl Failure {
+    /// The starter's `Lab N.M … 尚未实现` panics among the messages, in order.
+    pub fn unwritten(&self) -> Vec<Unwritten> {
+        let mut at = None;
+        let mut found = Vec::new();
+        for line in self.message.lines() {
+            if let Some((_, place)) = line.split_once(" panicked at ") {
+                at = Some(place.trim_end_matches(':').to_string());
+            }
+            let Some((_, rest)) = line.split_once("Lab ") else {
+                continue;
+            };
+            let step: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect();
+            let step = step.trim_end_matches('.');
+            if !step.is_empty() && rest.contains("尚未实现") {
+                found.push(Unwritten {
+                    step: step.to_string(),
+                    at: at.clone(),
+                });
+            }
+        }
+        found
+    }
 }
 
 impl Report {
@@ -91,9 +120,7 @@ pub fn short_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
 }
 
-/// Parses the combined output of `cargo test` (stderr then stdout): whether
-/// it compiled and libtest's results. Only a JSON run ([`parse_cargo`])
-/// names its compile errors.
+/// Parses `cargo test`'s prose output (stderr then stdout).
 pub fn parse(output: &str) -> Report {
     let lines: Vec<&str> = output.lines().collect();
     let mut report = Report {
@@ -106,9 +133,8 @@ pub fn parse(output: &str) -> Report {
     report
 }
 
-/// Parses a `cargo … --message-format=json` run: cargo's JSON messages on
-/// `stdout` until `build-finished` (rustc's diagnostics, the artifacts),
-/// libtest's human output on `stdout` otherwise, cargo's status on `stderr`.
+/// Parses a `--message-format=json` run: cargo's JSON on `stdout` until
+/// `build-finished`, libtest's output after.
 pub fn parse_cargo(stdout: &str, stderr: &str) -> Report {
     let mut report = Report::default();
     let mut finished = None;
@@ -188,9 +214,10 @@ impl Diagnostic {
         let location =
             primary.map(|at| format!("{}:{}:{}", at.file_name, at.line_start, at.column_start));
         let mut children: Vec<&Diagnostic> = self.children.iter().collect();
-        let mut at = 0;
+        let (mut at, mut notes) = (0, Vec::new());
         while let Some(&child) = children.get(at) {
             spans.extend(&child.spans);
+            notes.push(child.message.clone());
             children.extend(&child.children);
             at += 1;
         }
@@ -206,12 +233,11 @@ impl Diagnostic {
             location,
             rendered,
             files,
+            notes,
         }
     }
 }
 
-/// Reads libtest's human output: which tests passed or failed (with their
-/// first deviation), and whether a test binary ran.
 fn read_tests(lines: &[&str], report: &mut Report) {
     report.ran = lines.iter().any(|line| {
         line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests"))
@@ -251,12 +277,8 @@ fn read_tests(lines: &[&str], report: &mut Report) {
         .collect();
 }
 
-/// The panic messages printed in the `---- NAME stdout ----` section, every
-/// thread's. A panic raised in the learner's code rather than in a test
-/// file (a `todo!` in the producer thread, an `unwrap` in the crate) keeps
-/// the line cargo printed before it, `thread '…' panicked at FILE:LINE:COL:`,
-/// so the learner sees which line fired; a test's own assertion is its
-/// message alone.
+/// The panic messages of a `---- NAME stdout ----` section; a panic raised
+/// outside the tests keeps its `thread '…' panicked at FILE:LINE:COL:` line.
 fn failure_message(after_header: &[&str]) -> String {
     let section = after_header
         .iter()
@@ -390,6 +412,39 @@ failures:
              not yet implemented\n\
              the stream ended without a result"
         );
+    }
+
+    #[test]
+    fn a_starters_todo_names_its_step_and_where_it_fired() {
+        let failure = Failure {
+            name: "lab8_1_reads".to_string(),
+            message: "thread '<unnamed>' (7) panicked at course/src/tools.rs:40:5:\n\
+                      not yet implemented: Lab 8.1 read 尚未实现\n\
+                      流没有结果（every producer was dropped）"
+                .to_string(),
+        };
+        assert_eq!(
+            failure.unwritten(),
+            [Unwritten {
+                step: "8.1".to_string(),
+                at: Some("course/src/tools.rs:40:5".to_string())
+            }]
+        );
+        let plain = |message: &str| Failure {
+            name: String::new(),
+            message: message.to_string(),
+        };
+        assert_eq!(
+            plain("Lab 8.2. 尚未实现")
+                .unwritten()
+                .into_iter()
+                .map(|u| (u.step, u.at))
+                .collect::<Vec<_>>(),
+            [("8.2".to_string(), None)]
+        );
+        for message in ["not yet implemented", "Lab 8.1 done", "a Lab 尚未实现"] {
+            assert!(plain(message).unwritten().is_empty(), "{message}");
+        }
     }
 
     #[test]

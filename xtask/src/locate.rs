@@ -1,6 +1,5 @@
-//! Finding a chapter's checkpoint commits: the newest commit reachable from
-//! HEAD (by committer time) whose subject starts with `course(NN):` is the
-//! target, and its first parent is the parent.
+//! A chapter's checkpoint commits: the first `course(NN):` commit from HEAD
+//! in topological order is the target, its first parent the parent.
 
 use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
@@ -16,9 +15,8 @@ pub struct Checkpoint {
     /// The target's first parent, as git has it.
     pub parent: CommitInfo,
     pub target: CommitInfo,
-    /// The chapter's start, one name for it: the previous chapter's
-    /// `course(NN):` commit when the parent holds the same learner world
-    /// (a re-cut puts its restore commit between them), else the parent.
+    /// The previous chapter's `course(NN):` commit when the parent holds the
+    /// same learner world, else the parent.
     pub start: CommitInfo,
     /// The previous chapter's `course(NN):` commit when the start's learner
     /// world is not its: then both are named.
@@ -26,8 +24,7 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The commit a practice folder starts from: the start when rebuilding,
-    /// the target when observing.
+    /// The commit a lab starts from: the start, or the target when observing.
     pub fn base(&self, mode: Mode) -> &CommitInfo {
         match mode {
             Mode::Rebuild => &self.start,
@@ -59,7 +56,6 @@ impl CommitInfo {
     }
 }
 
-/// Locates chapter `id` in the history of HEAD.
 pub fn locate(repo: &Repository, id: ChapterId) -> Result<Checkpoint> {
     locate_cut(repo, id)?.ok_or_else(|| {
         Error::bad_input(say::no_checkpoint_commit(
@@ -121,8 +117,7 @@ fn locate_cut(repo: &Repository, id: ChapterId) -> Result<Option<Checkpoint>> {
     }))
 }
 
-/// True when `subject` is an earlier chapter's checkpoint: `course(NN):`
-/// with NN below `id`.
+/// True when `subject` is `course(NN):` with NN below `id`.
 fn is_earlier_checkpoint(subject: &[u8], id: ChapterId) -> bool {
     String::from_utf8_lossy(subject)
         .strip_prefix("course(")
@@ -131,8 +126,7 @@ fn is_earlier_checkpoint(subject: &[u8], id: ChapterId) -> bool {
         .is_some_and(|earlier| earlier < id)
 }
 
-/// True when two commits hold the same learner world (the tooling is told
-/// apart by its top-level names, so the top-level entries decide).
+/// True when two commits hold the same top-level learner entries.
 fn same_learner_world(a: &Commit<'_>, b: &Commit<'_>) -> Result<bool> {
     let learner = |commit: &Commit<'_>| -> Result<Vec<(Vec<u8>, Oid, i32)>> {
         let tree = commit.tree().map_err(error::git(format!(
@@ -148,9 +142,8 @@ fn same_learner_world(a: &Commit<'_>, b: &Commit<'_>) -> Result<bool> {
     Ok(learner(a)? == learner(b)?)
 }
 
-/// The newest commit (by committer time) from `from` back whose message
-/// `wanted` takes. (libgit2's sorted walk reads the whole history first: a
-/// course's is a few hundred commits.)
+/// The first commit from `from` back, in topological order, whose message
+/// `wanted` takes, whatever the committer times say.
 fn newest<'r>(
     repo: &'r Repository,
     from: &Commit<'r>,
@@ -158,7 +151,7 @@ fn newest<'r>(
 ) -> Result<Option<Commit<'r>>> {
     let failed = |error| error::git("cannot walk the history")(error);
     let mut walk = repo.revwalk().map_err(failed)?;
-    walk.set_sorting(Sort::TIME).map_err(failed)?;
+    walk.set_sorting(Sort::TOPOLOGICAL).map_err(failed)?;
     walk.push(from.id()).map_err(failed)?;
     for id in walk {
         let id = id.map_err(failed)?;

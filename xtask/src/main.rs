@@ -1,6 +1,4 @@
-//! `cargo xtask`: the course's checkpoint tooling. One module per command;
-//! every flag is declared in [`cli`]. Learner commands speak Chinese,
-//! author commands English: `main` tells [`learner_text`] which, once.
+//! `cargo xtask`: the course's checkpoint tooling, one module per command.
 
 mod bench;
 mod chapter;
@@ -43,9 +41,8 @@ use crate::learner_text::{self as say, Audience};
 use crate::out::out;
 use crate::repo::CourseRepo;
 
-/// The one place where a command's outcome becomes the exit status: 0 on
-/// success, else the error's code, the error one line on stderr. What
-/// happened to stdout (closed, full, over `ulimit -f`) changes no code.
+/// The one place where a command's outcome becomes the exit status; what
+/// happened to stdout changes no code.
 fn main() -> ExitCode {
     signals::install();
     // Who reads is known before parsing, so argument errors speak the
@@ -67,8 +64,8 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The command line, or `None` once the help it asked for is printed (to stdout, like every report). What clap found wrong is bad
-/// input (exit 2), said in the command's language.
+/// The command line, or `None` once the help asked for is printed; clap's
+/// complaint is bad input (exit 2), in the command's language.
 fn parse(audience: Audience, name: &str) -> Result<Option<Cli>> {
     let parsed = cli::command_for(audience)
         .try_get_matches()

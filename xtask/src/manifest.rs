@@ -98,14 +98,13 @@ pub enum Mode {
     Observe,
 }
 
-/// One step of the chapter: a test-name filter and how many tests it selects
-/// (the same id twice runs two filters). Without a `testFile` and `run` of
-/// its own, the step filters the focused test's run.
+/// One entry of a step: a test-name filter and how many tests it selects
+/// (see [`StepGroup`]); without its own `testFile` and `run`, it filters `run`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
     pub id: String,
-    /// The step's name for the learner (Chinese), shown in `check`'s row.
+    /// The step's name for the learner, given once per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Substring of test names; empty selects every test of the run.
@@ -126,9 +125,33 @@ impl Step {
     }
 }
 
-/// Manifest text as messages show it: unchanged when it is plain, else
-/// quoted with its control characters escaped (`"3.1 "`, `"a\u{1b}[2J"`), so
-/// a trailing space is visible and nothing reaches the terminal raw.
+/// A step as the learner meets it: one id, title and `check` row.
+pub struct StepGroup<'m> {
+    pub id: &'m str,
+    pub title: Option<&'m str>,
+    /// The manifest's entries with this id, in order.
+    pub entries: Vec<&'m Step>,
+}
+
+impl StepGroup<'_> {
+    /// How many distinct tests the step selects: per run, the count of an
+    /// entry with an empty filter, else the sum of its entries' counts.
+    pub fn expected_tests(&self, manifest: &Manifest) -> usize {
+        let runs = distinct(self.entries.iter().map(|step| step.run(manifest)));
+        let in_run = |run: &[String]| {
+            let entries = self.entries.iter().filter(|step| step.run(manifest) == run);
+            let all = entries.clone().find(|step| step.filter.is_empty());
+            all.map_or_else(
+                || entries.map(|step| step.expected_tests).sum(),
+                |step| step.expected_tests,
+            )
+        };
+        runs.into_iter().map(in_run).sum()
+    }
+}
+
+/// Manifest text as messages show it: quoted and escaped unless plain, so
+/// a trailing space shows and nothing reaches the terminal raw.
 pub fn shown(text: &str) -> Cow<'_, str> {
     match crate::out::escape_control(text) {
         Cow::Borrowed(plain) if !plain.is_empty() && plain.trim() == plain => Cow::Borrowed(plain),
@@ -145,8 +168,7 @@ pub struct Fault {
     pub find: String,
     pub replace: String,
     pub failing_test: String,
-    /// The step whose own `run` holds `failing_test` (e.g. the wire step);
-    /// without it, the chapter's `run`.
+    /// The step whose own `run` holds `failing_test`; else the chapter's `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
 }
@@ -165,15 +187,13 @@ impl Fault {
 }
 
 impl Manifest {
-    /// The test files a lab gets from the target: the focused test, then the
-    /// steps' own.
+    /// The test files a lab gets from the target: the focused test, the steps'.
     pub fn lab_tests(&self) -> Vec<&RepoPath> {
         let steps = self.steps.iter().filter_map(|step| step.test_file.as_ref());
         distinct(std::iter::once(&self.focused_test).chain(steps))
     }
 
-    /// Every file a lab takes from the target, once each: the lab tests,
-    /// then `labFiles`.
+    /// Every file a lab takes from the target, once: the lab tests, `labFiles`.
     pub fn target_files(&self) -> Vec<&RepoPath> {
         distinct(self.lab_tests().into_iter().chain(&self.lab_files))
     }
@@ -183,9 +203,26 @@ impl Manifest {
         distinct(std::iter::once(&self.run[..]).chain(self.steps.iter().map(|step| step.run(self))))
     }
 
-    /// What is wrong with the manifest on its own, before any commit is read:
-    /// an empty `run`, a file taken from the target or a fault that defeats
-    /// its purpose (a copied answer, a tooling path, an unknown step).
+    /// The chapter's steps, each id once, in the order of its first entry.
+    pub fn step_groups(&self) -> Vec<StepGroup<'_>> {
+        let mut groups: Vec<StepGroup<'_>> = Vec::new();
+        for step in &self.steps {
+            match groups.iter_mut().find(|group| group.id == step.id) {
+                Some(group) => {
+                    group.title = group.title.or(step.title.as_deref());
+                    group.entries.push(step);
+                }
+                None => groups.push(StepGroup {
+                    id: &step.id,
+                    title: step.title.as_deref(),
+                    entries: vec![step],
+                }),
+            }
+        }
+        groups
+    }
+
+    /// What is wrong with the manifest on its own, before any commit is read.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         // Text that reaches a terminal in reports and guides: no control
@@ -214,6 +251,18 @@ impl Manifest {
                     "step {} with filter {} is declared twice",
                     shown(&step.id),
                     shown(&step.filter)
+                ));
+            }
+        }
+        for group in self.step_groups() {
+            let titles = distinct(group.entries.iter().filter_map(|step| step.title.as_ref()));
+            if titles.len() > 1 {
+                let titles: Vec<Cow<'_, str>> = titles.iter().map(|title| shown(title)).collect();
+                problems.push(format!(
+                    "step {} has {} titles ({}): a step has one title, on its first entry",
+                    shown(group.id),
+                    titles.len(),
+                    titles.join(", ")
                 ));
             }
         }
@@ -581,6 +630,50 @@ mod tests {
         assert!(
             error.to_string().contains("leaves the repository"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_step_given_several_filters_is_one_step_with_one_title_and_one_count() {
+        let manifest = wire_manifest(|json| {
+            json["steps"] = serde_json::json!([
+                {"id": "5.1", "title": "出站", "filter": "outbound", "expectedTests": 1},
+                {"id": "5.2", "filter": "transport", "expectedTests": 3},
+                {"id": "5.1", "filter": "system", "expectedTests": 2},
+                {"id": "5.4", "title": "密钥", "filter": "fetch", "expectedTests": 2},
+                {"id": "5.4", "title": "密钥", "filter": "", "expectedTests": 12},
+                {"id": "5.4", "filter": "round", "expectedTests": 5, "testFile": "course/tests/wire.rs",
+                 "run": ["cargo", "test", "--test", "wire"]}
+            ]);
+            json.as_object_mut().unwrap().remove("faults");
+        });
+        assert!(manifest.problems().is_empty(), "{:?}", manifest.problems());
+        let groups = manifest.step_groups();
+        let rows: Vec<(&str, Option<&str>, usize, usize)> = groups
+            .iter()
+            .map(|group| {
+                let expected = group.expected_tests(&manifest);
+                (group.id, group.title, group.entries.len(), expected)
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("5.1", Some("出站"), 2, 3),
+                ("5.2", None, 1, 3),
+                // All 12 of the focused run (the 2 `fetch` ones among them),
+                // and the 5 of its own run.
+                ("5.4", Some("密钥"), 3, 17),
+            ]
+        );
+        let manifest = wire_manifest(|json| {
+            json["steps"][0]["title"] = "文本".into();
+            json["steps"][1]["id"] = "3.1".into();
+        });
+        let problems = manifest.problems().join("\n");
+        assert!(
+            problems.contains("step 3.1 has 2 titles (文本, 线上格式)"),
+            "{problems}"
         );
     }
 

@@ -1,9 +1,6 @@
-//! Writing to stdout without panicking, and without losing the verdict.
-//!
-//! `println!` panics (exit 101) when stdout is closed or full. [`outln!`]
-//! and [`out!`] remember the first failure, write nothing more, and the
-//! command goes on to its verdict, its exit status; `main` then says in one
-//! line on stderr that a full stdout lost the report.
+//! Writing to stdout without panicking: [`outln!`] and [`out!`] remember the
+//! first failure and write nothing more; the command still reaches its exit
+//! status, and `main` says on stderr that the report was lost.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -55,14 +52,12 @@ fn to_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>)
     }
 }
 
-/// True once a write to stdout failed: for a loop that only prints
-/// (`check --watch`) to stop.
+/// True once a write to stdout failed.
 pub fn stdout_failed() -> bool {
     STDOUT_FAILED.get().is_some()
 }
 
-/// True when stdout is a pipe whose reader has gone (`check --watch | head
-/// -1`): a loop that only prints stops without waiting for a write to fail.
+/// True when stdout is a pipe whose reader has gone (`check --watch | head -1`).
 pub fn stdout_reader_gone() -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let stdout = io::stdout();
@@ -71,8 +66,7 @@ pub fn stdout_reader_gone() -> bool {
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }
 
-/// The first failed write to stdout, unless its reader only closed the
-/// pipe: for a command that must say what its lost report would have told.
+/// The first failed write to stdout, unless its reader only closed the pipe.
 pub fn stdout_lost() -> Option<&'static io::Error> {
     STDOUT_FAILED
         .get()
@@ -91,9 +85,7 @@ pub fn flush() {
     to_stdout(|stdout| stdout.flush());
 }
 
-/// Flushes stdout and, when a full or broken stdout lost the report, says
-/// so in one line on stderr, unless the command said it already
-/// ([`stdout_loss_reported`]). `main` calls it once, whatever the verdict.
+/// Flushes stdout and says once on stderr when the report was lost.
 pub fn report_lost_output() {
     flush();
     if let Some(error) = stdout_lost()
@@ -119,9 +111,7 @@ pub fn note(args: fmt::Arguments<'_>) {
     let _ = writeln!(io::stderr(), "{args}");
 }
 
-/// `word` as one shell word: unchanged when it is made of characters no
-/// shell treats specially, else in single quotes (`my lab` → `'my lab'`,
-/// `it's` → `'it'\''s'`).
+/// `word` as one shell word, single-quoted unless plain.
 pub fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
@@ -132,6 +122,14 @@ pub fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+/// `words` as one command line that a shell splits back into them.
+pub fn shell_line(words: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let words: Vec<String> = (words.into_iter())
+        .map(|word| shell_word(word.as_ref()))
+        .collect();
+    words.join(" ")
 }
 
 /// `path` relative to `base` when it is below it, else absolute.
@@ -148,10 +146,8 @@ pub fn display_path(dir: &Path) -> String {
     relative_or_absolute(dir, &here)
 }
 
-/// `text` with every control character (and every invisible character that
-/// reorders text) escaped as Rust writes it (`\n`, `\u{1b}`, `\u{202e}`),
-/// for text from a commit or a manifest shown on a terminal: a subject
-/// cannot move the cursor, recolour the screen or forge a line of the report.
+/// `text` with control and reordering characters escaped as Rust writes
+/// them, so text from a commit or manifest cannot drive the terminal.
 pub fn escape_control(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_hidden) {
         return Cow::Borrowed(text);
@@ -163,8 +159,7 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(escape).collect())
 }
 
-/// A character [`escape_control`] escapes: a control character or an
-/// invisible one that reorders text.
+/// A control character or an invisible one that reorders text.
 pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')

@@ -1,25 +1,23 @@
-//! `practice NN DIR`: an isolated exercise folder ([`lab::build`]): no
-//! history, no answer. Nothing is written before every check passed, a
-//! failed or interrupted run leaves nothing behind (see [`Destination`]),
-//! and nothing is printed before DIR is complete and in place.
+//! `practice NN DIR`: an isolated exercise folder ([`lab::build`]), written
+//! whole or not at all ([`Destination`]).
 
 use std::path::Path;
 
 use crate::destination::Destination;
 use crate::error::{Error, Result};
 use crate::learner_text::{self as say, LabPointer};
+use crate::manifest::Mode;
 use crate::out::{self, escape_control, noteln, outln, relative_or_absolute, shell_word};
 use crate::repo::CourseRepo;
 use crate::{chapter, cli, exclude, lab, lab_dir, locate, safe_fs, signals};
 
 impl cli::Practice {
-    /// Runs the command: creates the folder and prints the next steps.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let chapter = chapter::find(&repo.checkpoints_dir(), self.id)?;
         let manifest = chapter.load()?;
         let checkpoint = locate::locate(&repo.git, self.id)?;
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let handout = chapter.handout()?;
+        let handout = chapter.handout(&manifest)?;
         let here = std::env::current_dir()
             .and_then(|here| here.canonicalize())
             .map_err(|error| {
@@ -95,6 +93,12 @@ impl cli::Practice {
         for file in &manifest.lab_files {
             outln!("  {}", say::practice_added_lab_file(target, file.as_str()));
         }
+        if manifest.mode == Mode::Rebuild {
+            for (file, content) in &handout.starter {
+                let to_write = String::from_utf8_lossy(content).contains("尚未实现");
+                outln!("  {}", say::practice_added_starter(file.as_str(), to_write));
+            }
+        }
         for submodule in &written.submodules {
             outln!("  {}", say::practice_submodule(submodule));
         }
@@ -107,12 +111,11 @@ impl cli::Practice {
         }
         let lab_from_here = relative_or_absolute(dir, &here);
         let guide = format!("{lab_from_here}/{}", chapter::GUIDE_FILE);
-        let run: Vec<String> = manifest.run.iter().map(|word| shell_word(word)).collect();
         let steps = say::practice_next_steps(
             &id,
             &shell_word(&guide),
             &shell_word(&lab_from_here),
-            &run.join(" "),
+            &out::shell_line(&manifest.run),
             &pointer,
         );
         outln!("\n{steps}");

@@ -23,14 +23,12 @@ pub struct CourseRepo {
     pub git: Repository,
     /// The root of the work tree: where `checkpoints/` lives.
     pub root: PathBuf,
-    /// [`CourseRepo::root`] with every symlink resolved (or `root` itself
-    /// when it cannot be resolved), computed once: compare paths with this.
+    /// [`CourseRepo::root`] with every symlink resolved: compare paths with this.
     pub canonical_root: PathBuf,
 }
 
 impl CourseRepo {
-    /// Discovers the repository containing `start` (usually the current
-    /// directory), so the tool works from any subfolder.
+    /// Discovers the repository containing `start`, from any subfolder.
     pub fn discover(start: &Path) -> Result<Self> {
         let git = Repository::discover(start).map_err(|error| match error.code() {
             ErrorCode::NotFound => {
@@ -61,9 +59,10 @@ impl CourseRepo {
                 git.path().display()
             )));
         };
-        // libgit2 can name the wrong work tree for a `--separate-git-dir`
-        // clone; the folder holding the `.git` link above `start` is the one.
-        let root = work_tree_holding(start, &workdir).unwrap_or(workdir);
+        // libgit2 names the git folder's parent as the work tree of a
+        // `--separate-git-dir` clone: the folder at or above `start` holding
+        // the `.git` (folder or link) is the one.
+        let root = work_tree_holding(start).unwrap_or(workdir);
         let unborn = matches!(git.head(), Err(error)
             if matches!(error.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound));
         if unborn {
@@ -84,7 +83,6 @@ impl CourseRepo {
         })
     }
 
-    /// The folder holding one subfolder per chapter.
     pub fn checkpoints_dir(&self) -> PathBuf {
         self.root.join(CHECKPOINTS_DIR)
     }
@@ -97,16 +95,12 @@ impl CourseRepo {
     }
 }
 
-/// The folder at or above `start` that holds a `.git` entry, when `start` is
-/// not inside `workdir` (as libgit2 reports it).
-fn work_tree_holding(start: &Path, workdir: &Path) -> Option<PathBuf> {
+/// The folder at or above `start` that holds a `.git` entry.
+fn work_tree_holding(start: &Path) -> Option<PathBuf> {
     let start = start.canonicalize().ok()?;
-    if start.starts_with(workdir.canonicalize().ok()?) {
-        return None;
-    }
     start
         .ancestors()
-        .find(|folder| folder.join(".git").exists())
+        .find(|folder| folder.join(".git").symlink_metadata().is_ok())
         .map(Path::to_path_buf)
 }
 

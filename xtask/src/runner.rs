@@ -1,9 +1,5 @@
-//! Running a chapter's focused command in a folder and capturing its output.
-//!
-//! Every child runs in a process group of its own, killed when the run ends
-//! (a timeout, a signal, a normal exit with a leftover background process):
-//! a `loop {}` in a learner's test never survives its run, and a grandchild
-//! holding the output pipes open cannot hang xtask.
+//! Running a command in a folder and capturing its output, in a process
+//! group of its own that is killed when the run ends.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -26,20 +22,23 @@ use crate::signals;
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub success: bool,
-    /// stderr (cargo's compiler messages) followed by stdout (the test
-    /// report), each bounded (see [`Invocation::run`]).
+    /// stderr then stdout, each bounded (see [`Invocation::run`]).
     pub output: String,
     pub stdout: String,
     pub timed_out: bool,
 }
 
+impl Captured {
+    /// The stderr part of [`Captured::output`].
+    pub fn stderr(&self) -> &str {
+        &self.output[..self.output.len() - self.stdout.len()]
+    }
+}
+
 pub struct Invocation<'a> {
-    /// The manifest's `run` command, and extra arguments (a test filter).
     pub command: &'a [String],
-    pub extra: &'a [String],
     pub dir: &'a Path,
-    /// The cargo target folder of this run (`CARGO_TARGET_DIR`), never the
-    /// caller's: no other build's test binary can answer for this folder.
+    /// The cargo target folder of this run, never the caller's.
     pub target_dir: &'a Path,
     pub timeout: Duration,
 }
@@ -67,12 +66,11 @@ enum Ended {
 impl Invocation<'_> {
     /// The command line, for progress messages.
     pub fn display(&self) -> String {
-        [self.command, self.extra].concat().join(" ")
+        self.command.join(" ")
     }
 
-    /// Runs the command to completion (or to its timeout); a signal meanwhile
-    /// returns [`Error::interrupted`]. Each output stream keeps its first and
-    /// last [`KEEP`] bytes, with a line saying how many were left out between.
+    /// Runs the command to completion, to its timeout or to a signal
+    /// ([`Error::interrupted`]); each stream is bounded ([`Kept`]).
     pub fn run(&self) -> Result<Captured> {
         let _section = signals::defer();
         signals::check()?;
@@ -127,7 +125,6 @@ impl Invocation<'_> {
         let mut command = Command::new(&program);
         command
             .args(args)
-            .args(self.extra)
             .current_dir(self.dir)
             .env("CARGO_TERM_COLOR", "never")
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -150,10 +147,8 @@ impl Invocation<'_> {
     }
 }
 
-/// Runs `command` to its end, its output shown as it comes, with no time
-/// limit, in a process group of its own. A signal meanwhile is passed on to
-/// the group (SIGQUIT as SIGTERM: no core dumps), which gets [`STOP_GRACE`]
-/// to end on its own (an xtask in it cleans up) before it is killed.
+/// Runs `command` to its end, output shown live, no time limit; a signal is
+/// passed on to its group (SIGQUIT as SIGTERM), killed after [`STOP_GRACE`].
 pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     let _section = signals::defer();
     signals::check()?;
@@ -182,9 +177,8 @@ pub fn run_live(command: &mut Command, what: &str) -> Result<ExitStatus> {
     }
 }
 
-/// Why a failed child failed because of the machine, not the input: killed
-/// by a signal no user sent (SIGINT is the user's), or its `stderr` (cargo's
-/// and rustc's, never a test's report) names an OS failure.
+/// Why a child failed because of the machine: a signal no user sent, or a
+/// line of its `stderr` naming an OS failure.
 pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
     use std::os::unix::process::ExitStatusExt;
     if let Some(signal) = status.signal().filter(|signal| *signal != libc::SIGINT) {
@@ -199,24 +193,28 @@ pub fn environment_failure(status: ExitStatus, stderr: &str) -> Option<String> {
         };
         return Some(say::child_killed(&name));
     }
-    const MACHINE: [&str; 6] = [
+    stderr
+        .lines()
+        .find(|line| names_machine_failure(line))
+        .map(|line| line.trim().to_string())
+}
+
+/// True when `text` names a failure of the operating system.
+pub fn names_machine_failure(text: &str) -> bool {
+    const MACHINE: [&str; 7] = [
         "No space left on device",
         "Disk quota exceeded",
         "File too large",
         "Read-only file system",
         "Too many open files",
         "Permission denied",
+        "Operation not permitted",
     ];
-    stderr
-        .lines()
-        .find(|line| MACHINE.iter().any(|phrase| line.contains(phrase)))
-        .map(|line| line.trim().to_string())
+    MACHINE.iter().any(|phrase| text.contains(phrase))
 }
 
-/// Waits until the child exits, the timeout passes or (when `heed_signals`)
-/// a signal arrives. The child is not reaped (`WNOWAIT`): it stays a zombie,
-/// so its pid, and its process group's id, cannot be reused before the
-/// [`Group`] is killed.
+/// Waits for the child's exit, the timeout or (`heed_signals`) a signal,
+/// without reaping it (`WNOWAIT`), so its group id stays ours until killed.
 fn wait(child: &Child, timeout: Duration, heed_signals: bool) -> Result<Ended> {
     let started = Instant::now();
     let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
@@ -250,8 +248,7 @@ impl Drop for Group {
     }
 }
 
-/// Reads a pipe to its end on a thread of its own, keeping a bounded part
-/// of what it reads ([`Kept`]).
+/// Reads a pipe to its end on a thread of its own, into a [`Kept`].
 struct Drain {
     kept: Arc<Mutex<Kept>>,
     done: mpsc::Receiver<()>,
@@ -290,15 +287,25 @@ fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
     kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The first and the last [`KEEP`] bytes of a stream, and how many bytes
-/// between them were left out.
+/// The first and last [`KEEP`] bytes of a stream, plus libtest's result
+/// lines between them, so a flood of output drops no test from the count.
 #[derive(Default)]
 struct Kept {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     /// A u64: an endless stream outgrows a 32-bit usize.
     left_out: u64,
+    /// How many bytes were read past the head.
+    past_head: u64,
+    /// The start (past the head) and first bytes of the line being read.
+    line: (u64, Vec<u8>),
+    /// libtest's result lines past the head, with their starts (≤ [`KEEP`] bytes).
+    results: Vec<(u64, Vec<u8>)>,
+    results_size: usize,
 }
+
+/// The longest line read for libtest's result lines.
+const RESULT_LINE: usize = 4096;
 
 impl Kept {
     /// Keeps `bytes` (a read's chunk, much smaller than [`KEEP`]).
@@ -309,11 +316,26 @@ impl Kept {
         let over = self.tail.len().saturating_sub(KEEP);
         self.tail.drain(..over);
         self.left_out += over as u64;
+        for piece in rest.split_inclusive(|&byte| byte == b'\n') {
+            let line = &mut self.line.1;
+            let room = RESULT_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&piece[..piece.len().min(room)]);
+            self.past_head += piece.len() as u64;
+            if piece.ends_with(b"\n") {
+                let line = std::mem::replace(&mut self.line, (self.past_head, Vec::new()));
+                let result = line.1.starts_with(b"test ") || line.1.starts_with(b"running ");
+                // A flood of one line is kept once.
+                let again = self.results.last().is_some_and(|last| last.1 == line.1);
+                if result && !again && line.1.len() < RESULT_LINE && self.results_size < KEEP {
+                    self.results_size += line.1.len();
+                    self.results.push(line);
+                }
+            }
+        }
     }
 
-    /// The text kept. When some was left out, the gap falls between whole
-    /// lines (a line longer than [`KEEP`] is cut) and a line of its own says
-    /// how many bytes it left out, so a parser reads lines as they were.
+    /// The text kept: a gap falls between whole lines, marked by a line of
+    /// its own and followed by the result lines from it.
     fn into_text(mut self) -> String {
         let tail = self.tail.make_contiguous();
         if self.left_out == 0 {
@@ -334,9 +356,12 @@ impl Kept {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&format!(
-            "[... {left_out} bytes of output left out here by xtask ...]\n"
-        ));
+        text.push_str(&say::output_left_out(left_out));
+        text.push('\n');
+        let gap_end = self.past_head - (tail.len() - tail_start) as u64;
+        for (_, line) in self.results.iter().filter(|(start, _)| *start < gap_end) {
+            text.push_str(&String::from_utf8_lossy(line));
+        }
         text.push_str(&String::from_utf8_lossy(&tail[tail_start..]));
         text
     }
@@ -350,7 +375,6 @@ mod tests {
         let command = ["sh".to_string(), "-c".to_string(), script.to_string()];
         Invocation {
             command: &command,
-            extra: &[],
             dir,
             target_dir: &dir.join(crate::repo::TARGET_DIR),
             timeout,
@@ -391,7 +415,8 @@ mod tests {
     fn endless_output_is_kept_to_its_head_and_tail() {
         let dir = tempfile::tempdir().unwrap();
         let run = sh(
-            "yes 'test adds ... FAILED' | head -c 67108864; echo; echo 'the last line'; \
+            "yes 'test adds ... FAILED' | head -c 67108864; echo; echo 'test doubles ... ok'; \
+             yes 'noise' | head -c 67108864; echo; echo 'the last line'; \
              yes 'warning: noise' | head -c 67108864 >&2",
             dir.path(),
             Duration::from_secs(60),
@@ -416,21 +441,29 @@ mod tests {
         );
         assert!(run.output.starts_with("warning: noise\n"));
         assert!(run.output.ends_with("\nthe last line\n"));
-        // Whole lines on either side of the gap, which says what it left out.
+        // Whole lines on either side of the gap, which says what it left out
+        // and is followed by the result lines it held, a flood of one once.
         let gap = run
             .stdout
             .lines()
             .find(|line| line.contains("left out"))
             .expect("a line marks the gap");
+        let results = "test adds ... FAILED\ntest doubles ... ok\n";
+        let after_gap = format!("{gap}\n{results}noise\n");
+        assert!(run.stdout.contains(&after_gap), "{after_gap:?}");
         let left_out: usize = gap
             .split_whitespace()
             .find_map(|word| word.parse().ok())
             .expect("the gap says how many bytes");
-        let kept = run.stdout.len() - gap.len() - 1;
-        assert_eq!(left_out + kept, (64 << 20) + "\nthe last line\n".len());
+        let kept = run.stdout.len() - gap.len() - 1 - results.len();
+        let total = (128 << 20) + "\ntest doubles ... ok\n\nthe last line\n".len();
+        assert_eq!(left_out + kept, total);
         for line in run.stdout.lines().filter(|line| *line != gap) {
             assert!(
-                "test adds ... FAILED".starts_with(line) || line == "the last line",
+                ["test adds ... FAILED", "noise"]
+                    .iter()
+                    .any(|flood| flood.starts_with(line))
+                    || ["the last line", "test doubles ... ok"].contains(&line),
                 "{line:?}"
             );
         }

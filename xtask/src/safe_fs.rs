@@ -1,12 +1,6 @@
-//! Reading and writing a file below a folder without following symlinks.
-//!
-//! A practice folder holds the symlinks of a tree, and a chapter folder holds
-//! whatever the repository's author committed: a symlink on the way
-//! (`course -> /elsewhere`, `course -> ..`, `checkpoints/03/LEARNING.md ->
-//! /etc/passwd`) must never make xtask write or read outside. Each
-//! component below the root is opened with `openat(…, O_NOFOLLOW)` from
-//! the folder opened just before it. The root itself is trusted and may be
-//! reached through symlinks.
+//! Reading and writing a file below a folder without following symlinks:
+//! each component is opened with `openat(…, O_NOFOLLOW)` from the one
+//! before. The root itself is trusted.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -37,8 +31,7 @@ pub enum Reason {
     NotAFolder,
     /// A folder where a file was asked for.
     Folder,
-    /// Not a regular file (a fifo, a socket, a device) where one is read:
-    /// refused at once, never waited on.
+    /// Not a regular file where one is read: refused, never waited on.
     NotAFile,
     /// The path is absolute, empty or has a `..`.
     NotRelative,
@@ -53,8 +46,7 @@ impl Refusal {
         }
     }
 
-    /// A failed open of `name` in `folder` (at `at`): a symlink, something
-    /// not a folder on the way, or the error itself.
+    /// A failed open of `name` in `folder` (at `at`).
     fn opening(folder: &OwnedFd, name: &OsStr, at: &Path, errno: Errno) -> Self {
         let reason = match errno {
             _ if rustix::fs::readlinkat(folder, name, Vec::new()).is_ok() => Reason::Symlink,
@@ -64,7 +56,6 @@ impl Refusal {
         Refusal::new(at, reason)
     }
 
-    /// True when a symlink was refused.
     pub fn is_symlink(&self) -> bool {
         matches!(self.reason, Reason::Symlink)
     }
@@ -90,8 +81,7 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// A refusal is bad input (exit 2), unless the machine failed (a full disk,
-/// a denied permission: exit 3).
+/// A refusal is bad input (exit 2), unless the machine failed (exit 3).
 impl From<Refusal> for Error {
     fn from(refusal: Refusal) -> Self {
         match &refusal.reason {
@@ -103,19 +93,15 @@ impl From<Refusal> for Error {
     }
 }
 
-/// Makes `rel` below `root` a real folder and returns its path: creates what
-/// is missing and refuses a symlink (or anything but a folder) on the way.
-/// For folders the tool then uses by path, such as work and build folders
-/// that a checked-out tree or an earlier run could have replaced by a link.
+/// Makes `rel` below `root` a real folder (creating what is missing,
+/// refusing a symlink on the way) and returns its path.
 pub fn folder_inside(root: &Path, rel: &Path) -> Result<PathBuf, Refusal> {
     open_folders(root, &names(rel)?, true)?;
     Ok(root.join(rel))
 }
 
-/// The content of the regular file `rel` below `root`, or `None` when it (or
-/// a folder on the way) does not exist. Refuses a symlink anywhere below
-/// `root`, and anything but a regular file at the end (a fifo is never
-/// waited on). Creates nothing.
+/// The content of the regular file `rel` below `root`, `None` when it does
+/// not exist; refuses a symlink anywhere and a non-regular file. Creates nothing.
 pub fn read_inside(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, Refusal> {
     let names = names(rel)?;
     let (last, folders) = names.split_last().expect("names() is never empty");
@@ -141,10 +127,8 @@ pub fn read_inside(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, Refusal> 
     Ok(Some(content))
 }
 
-/// Writes `content` to a new file `rel` below `root` with permission bits
-/// `mode` (less the umask). Missing folders on the way are created; a
-/// symlink on the way is refused. A file or symlink already at `rel` is
-/// replaced (unlinked, never followed); a folder there is refused.
+/// Writes `content` to `rel` below `root` with mode `mode` (less umask),
+/// creating missing folders and replacing a file there, never followed.
 pub fn write_inside(root: &Path, rel: &Path, content: &[u8], mode: u32) -> Result<(), Refusal> {
     let names = names(rel)?;
     let (last, folders) = names.split_last().expect("names() is never empty");
@@ -178,8 +162,7 @@ fn names(rel: &Path) -> Result<Vec<&OsStr>, Refusal> {
     Ok(names)
 }
 
-/// Opens `root`, then each of `folders` below it without following
-/// symlinks. A missing folder is created when `create`, else `None`.
+/// Opens `root`, then each of `folders` without following symlinks (`create`s missing ones).
 fn open_folders(root: &Path, folders: &[&OsStr], create: bool) -> Result<Option<OwnedFd>, Refusal> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let mut folder = rustix::fs::open(root, flags, Mode::empty())

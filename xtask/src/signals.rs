@@ -1,11 +1,6 @@
-//! SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT
-//! (Ctrl-\), handled so that nothing is left behind.
-//!
-//! Outside a [`Deferred`] section a signal ends the process at once: there
-//! is nothing to clean up. Inside one (a child runs, a practice folder is
-//! half written, a fault is applied) the handler only records it; the code
-//! notices ([`check`]), stops its children, removes what it made, and when
-//! the last section ends the process exits with 128 + the signal.
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT: outside a [`Deferred`] section they
+//! end the process; inside one they are recorded ([`check`]) and, once the
+//! last section ends, the process exits with 128 + the signal.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
@@ -21,10 +16,8 @@ static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
 const HANDLED: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
-/// Installs the handlers, first thing in `main`. A SIGHUP ignored at start
-/// (`nohup`) stays ignored; any other inherited "ignore" is replaced, so the
-/// children (exec resets a handled signal) get the defaults back. Raw
-/// `sigaction`: rustix has no safe handler installation.
+/// Installs the handlers, first thing in `main`; an inherited SIGHUP
+/// "ignore" (`nohup`) stays. Raw `sigaction`: rustix has no safe one.
 pub fn install() {
     // SAFETY: sigaction(2) with zeroed (valid) structs and a handler that
     // only touches atomics and calls `_exit`, all async-signal-safe; no
@@ -63,15 +56,13 @@ pub fn received() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
-/// `Err(Error::interrupted(..))` once a signal arrived: for every loop of a
-/// [`Deferred`] section.
+/// `Err(Error::interrupted(..))` once a signal arrived.
 pub fn check() -> Result<()> {
     received().map_or(Ok(()), |signal| Err(Error::interrupted(signal)))
 }
 
-/// Ends the process now with 128 + the signal if one arrived, after a line
-/// on stderr. For a loop that holds nothing to undo (e.g. `--watch` between
-/// runs); inside a section, return [`check`]'s error instead so cleanups run.
+/// Ends the process with 128 + the signal if one arrived, for a loop that
+/// holds nothing to undo.
 pub fn exit_if_interrupted() {
     if let Some(signal) = received() {
         let error = Error::interrupted(signal);
@@ -81,9 +72,8 @@ pub fn exit_if_interrupted() {
     }
 }
 
-/// While a value of this type lives, the [`HANDLED`] signals are recorded
-/// instead of ending the process, so the code holding it can clean up.
-/// Create it *before* what it protects, so it is dropped after it.
+/// While this lives, signals are recorded instead of ending the process;
+/// create it before what it protects.
 #[must_use = "the section ends when this value is dropped"]
 pub struct Deferred(());
 

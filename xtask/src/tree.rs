@@ -1,14 +1,7 @@
-//! Git trees: the one home of git's file modes and of the executable-bit
-//! rule ([`file_mode`]), writing a tree into a folder byte for byte, and
-//! listing one.
-//!
-//! Blobs are written straight from the object database: no checkout, no
-//! filters, no index update. Entry names are taken as bytes (non-UTF-8 names
-//! survive) and checked before anything is written: an entry that could
-//! escape the folder (`..`, `.`, a `/` inside a name, `.git`) is refused.
-//! Every file and folder is created fresh (`create_new`, `create_dir`), so
-//! nothing is written through a symlink. SIGINT/SIGTERM stop the walk
-//! between two entries (the caller removes the half-written folder).
+//! Git trees: git's file modes ([`file_mode`]), writing a tree into a folder
+//! byte for byte from the object database, and listing one. Entry names that
+//! could escape the folder are refused; every file and folder is created
+//! fresh, so nothing is written through a symlink.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -38,9 +31,8 @@ pub const MODE_SYMLINK: i32 = 0o120000;
 /// A submodule: the id is a commit of another repository.
 pub const MODE_GITLINK: i32 = 0o160000;
 
-/// The git mode of a regular file with these permission bits (`st_mode`):
-/// git looks at the owner's execute bit only (`S_IXUSR`), so a file that
-/// only its group or others may execute is a plain file.
+/// The git mode of a regular file with these permission bits: git looks at
+/// the owner's execute bit only.
 pub fn file_mode(permissions: u32) -> i32 {
     if permissions & 0o100 != 0 {
         MODE_EXECUTABLE
@@ -49,8 +41,7 @@ pub fn file_mode(permissions: u32) -> i32 {
     }
 }
 
-/// `mode` with git's legacy group-writable file mode read as a plain file,
-/// so two trees compare by what a checkout writes.
+/// `mode` with git's legacy group-writable mode read as a plain file.
 pub fn normal_mode(mode: i32) -> i32 {
     if mode == MODE_GROUP_WRITABLE {
         MODE_FILE
@@ -59,7 +50,6 @@ pub fn normal_mode(mode: i32) -> i32 {
     }
 }
 
-/// What [`write_tree`] wrote.
 #[derive(Debug, Default)]
 pub struct Written {
     pub files: usize,
@@ -75,8 +65,7 @@ pub struct Blob {
     pub mode: i32,
 }
 
-/// Writes `tree` into the existing, empty folder `dest`, leaving out every
-/// entry whose repository path (`/`-separated bytes) `skip` accepts.
+/// Writes `tree` into the empty folder `dest`, leaving out what `skip` accepts.
 pub fn write_tree(
     repo: &Repository,
     tree: &Tree<'_>,
@@ -137,8 +126,7 @@ pub fn list_tree(
     Ok(blobs)
 }
 
-/// Calls `visit` with the path below `tree` (after `prefix`) of every entry
-/// that `skip` does not accept, a folder before what it holds.
+/// Calls `visit` for every entry of `tree` `skip` does not accept, folders first.
 fn walk(
     repo: &Repository,
     tree: &Tree<'_>,
@@ -195,7 +183,6 @@ fn read_blob(repo: &Repository, oid: Oid, shown: &str) -> Result<Vec<u8>> {
     Ok(blob.content().to_vec())
 }
 
-/// The content of the file at `path` in `tree`, if there is one.
 pub fn file_at(repo: &Repository, tree: &Tree<'_>, path: &str) -> Result<Option<Vec<u8>>> {
     blob_at(tree, path)
         .map(|blob| read_blob(repo, blob.oid, path))

@@ -9,14 +9,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use walkdir::WalkDir;
 
-/// How often the folder is scanned.
 pub const POLL: Duration = Duration::from_millis(300);
 /// How long the folder must stay unchanged before a rerun: an editor's
 /// save-rename-chmod burst counts once.
 pub const QUIET: Duration = Duration::from_millis(250);
 
-/// Remembers every file's size and modification time under a folder,
-/// leaving out the build output in `target/` and any `.git`.
+/// Every file's size and modification time under a folder but `target/` and `.git`.
 pub struct Watcher {
     root: PathBuf,
     seen: BTreeMap<PathBuf, (u64, Option<SystemTime>)>,
@@ -39,9 +37,8 @@ impl Watcher {
         changed
     }
 
-    /// Waits for a change, then until the folder has been quiet for `quiet`.
-    /// Returns false if `deadline` passes with no change, a signal asked
-    /// the process to stop, or nobody reads standard output any more.
+    /// Waits for a change, then `quiet`; false when `deadline` passed, a
+    /// signal came or nobody reads stdout.
     pub fn wait(&mut self, poll: Duration, quiet: Duration, deadline: Option<Instant>) -> bool {
         let mut last_change = None;
         loop {
@@ -74,9 +71,7 @@ fn scan(root: &Path) -> BTreeMap<PathBuf, (u64, Option<SystemTime>)> {
         .collect()
 }
 
-/// Every entry below `lab` that is not a folder (files and symlinks, not
-/// followed), leaving out the build output in the top-level `target/` and
-/// any `.git`: what a learner edits.
+/// Every non-folder entry below `lab` but `target/` and `.git`.
 pub fn lab_files(lab: &Path) -> impl Iterator<Item = walkdir::DirEntry> {
     WalkDir::new(lab)
         .min_depth(1)

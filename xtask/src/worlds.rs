@@ -1,9 +1,6 @@
-//! The two worlds of a course repository (README, "Two worlds"), declared once.
-//!
-//! * **The learner's world**: the workspace files and the course crate —
-//!   everything a practice folder holds, and all it holds.
-//! * **The tooling**: the paths below. They never reach a practice folder,
-//!   and `recut` takes them from HEAD for every commit it makes.
+//! The two worlds of a course repository (README, "Two worlds"): the
+//! learner's world is all a practice folder holds; the tooling paths below
+//! never reach one, and `recut` takes them from HEAD.
 
 use crate::repo::CHECKPOINTS_DIR;
 
@@ -11,8 +8,7 @@ use crate::repo::CHECKPOINTS_DIR;
 /// documents the tooling and every chapter's API at once.
 pub const TOOLING: [&str; 5] = ["xtask", ".cargo", ".ci", CHECKPOINTS_DIR, "README.md"];
 
-/// True when the repository path `path` (`/`-separated bytes) is tooling;
-/// everything else is the learner's world.
+/// True when the repository path `path` is tooling.
 pub fn is_tooling(path: &[u8]) -> bool {
     let top = path.split(|&byte| byte == b'/').next().unwrap_or_default();
     TOOLING.iter().any(|tooling| tooling.as_bytes() == top)

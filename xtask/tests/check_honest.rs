@@ -1,6 +1,7 @@
 //! `check` is never green on wrong work: whatever the lab holds now is what
 //! is built, the lab's tests are the target's, zero tests run is red, and the
-//! exit status is the verdict even when nobody reads the report.
+//! exit status is the verdict even when nobody reads the report. Nor is it
+//! red on right work that prints a flood.
 
 mod common;
 
@@ -134,10 +135,9 @@ fn a_changed_focused_test_is_reported_with_the_command_that_restores_it() {
 
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1, "a changed test is no verdict:\n{}", run.stdout);
-    let target = fixture.rev("HEAD").to_string();
     run.prints(&[
         "✗ course/tests/focused.rs 和本章终点的版本不一样",
-        &format!("show {}:course/tests/focused.rs > ", &target[..7]),
+        "在课程仓库根目录运行这条命令恢复它：\n    cargo xtask check 01 lab --restore-tests\n",
     ]);
     assert!(!run.stdout.contains("mine.rs"), "{}", run.stdout);
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
@@ -261,6 +261,39 @@ fn an_unchanged_lab_is_not_rebuilt_and_an_edited_one_is() {
     assert_eq!(compiled(&fixture), (0, true), "an older copy is rebuilt");
 }
 
+/// An edit, even an older copy restored with its old time, keeps cargo's
+/// incremental state: check makes the changed file newer than its last
+/// build instead of cleaning it, so the rebuild is as quick as a plain
+/// `cargo test`'s. (`cargo clean -p` would remove every folder below.)
+#[test]
+fn an_edit_is_rebuilt_without_losing_cargos_incremental_state() {
+    let fixture = tiny_course("", ANSWER, |_| {});
+    let lab = lab(&fixture, ANSWER);
+    // A file named in no encoding is the learner's business too.
+    let odd: &std::ffi::OsStr = std::os::unix::ffi::OsStrExt::from_bytes(b"notes-\xff.txt");
+    fs::write(lab.join(odd), "").unwrap();
+    cargo_test_in(&lab);
+    fixture.xtask(&["check", "01", "lab"]).success();
+    let incremental = fs::read_dir(lab.join("target/debug/incremental")).unwrap();
+    let sentinels: Vec<PathBuf> = incremental
+        .map(|entry| entry.unwrap().path().join("kept"))
+        .collect();
+    assert!(!sentinels.is_empty(), "cargo builds incrementally");
+    for sentinel in &sentinels {
+        fs::write(sentinel, "").unwrap();
+    }
+    let lib = lab.join("course/src/lib.rs");
+    fs::write(&lib, wrong()).unwrap();
+    let run = fixture.xtask(&["check", "01", "lab"]);
+    run.prints(&["第一个失败的测试：doubles"]);
+    restore_old_copy(&lib, ANSWER, long_ago());
+    fixture.xtask(&["check", "01", "lab"]).success();
+    assert!(
+        sentinels.iter().all(|sentinel| sentinel.exists()),
+        "{sentinels:?}"
+    );
+}
+
 /// A deleted focused test is told with the command that brings it back,
 /// every word quoted as the shell needs: it works in a folder named with a
 /// quote and a space.
@@ -276,11 +309,15 @@ fn a_deleted_focused_test_comes_back_with_the_printed_command() {
         .stdout
         .lines()
         .map(str::trim)
-        .find(|line| line.starts_with("git -C "))
+        .find(|line| line.starts_with("cargo xtask check "))
         .unwrap_or_else(|| panic!("a restore command in:\n{}", run.stdout))
         .to_string();
-    let restored = Command::new("sh").args(["-c", &restore]).status().unwrap();
-    assert!(restored.success(), "{restore}");
+    assert_eq!(
+        restore,
+        "cargo xtask check 01 'it'\\''s lab' --restore-tests"
+    );
+    common::run_printed(fixture.root(), &restore)
+        .fails_with(1, &["已把 course/tests/focused.rs 恢复成本章终点的版本"]);
     assert_eq!(
         fs::read_to_string(lab.join("course/tests/focused.rs")).unwrap(),
         common::FOCUSED
@@ -388,4 +425,38 @@ fn a_manifest_naming_a_file_the_target_lacks_is_bad_input() {
     let run = common::xtask_in(fixture.root(), &["check", "01", lab.to_str().unwrap()]);
     run.fails_with(2, &["course/src/typo.rs"]);
     assert!(!run.stderr.contains("--unshallow"), "{}", run.stderr);
+}
+
+/// A complete lab whose run prints 5 MiB before the focused tests' result
+/// lines and 5 MiB after them (two test programs without libtest, run
+/// before and after the focused test): check keeps the output's first and
+/// last 4 MiB, yet counts every test, and says in Chinese what it left out.
+#[test]
+fn a_complete_lab_whose_run_prints_a_flood_around_the_results_is_complete() {
+    let flood = "use std::io::Write;\n\nfn main() {\n    let mut out = std::io::stdout().lock();\n    \
+                 for _ in 0..5 * 1024 {\n        out.write_all(&[b'.'; 1023]).unwrap();\n        \
+                 out.write_all(b\"\\n\").unwrap();\n    }\n}\n";
+    let crate_manifest = "[package]\nname = \"course\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+                          [[test]]\nname = \"a_flood\"\nharness = false\n\n\
+                          [[test]]\nname = \"z_flood\"\nharness = false\n\n\
+                          [[test]]\nname = \"focused\"\n";
+    let parent = [
+        ("course/src/lib.rs", ""),
+        ("course/Cargo.toml", crate_manifest),
+        ("course/tests/a_flood.rs", flood),
+        ("course/tests/z_flood.rs", flood),
+    ];
+    let fixture = common::tiny_course_with(&parent, &[("course/src/lib.rs", ANSWER)], |manifest| {
+        manifest["run"] = "cargo test -p course".split(' ').collect();
+    });
+    lab(&fixture, ANSWER);
+    let run = fixture.xtask(&["check", "01", "lab", "--verbose"]);
+    run.success()
+        .prints(&["第 01 章完成", "xtask 在这里略去了"]);
+    let gap = run.stdout.find("略去了").unwrap();
+    assert!(
+        run.stdout[gap..].contains("test adds ... ok"),
+        "{}",
+        &run.stdout[gap..]
+    );
 }

@@ -136,6 +136,52 @@ fn an_environment_failure_of_a_child_is_exit_3() {
         .fails_with(1, &[]);
 }
 
+/// rustc, or the linker it runs, failing to write past `ulimit -f` says so
+/// in cargo's JSON messages, not on cargo's stderr: on a complete lab that is
+/// still the machine's failure (exit 3), never "does not compile".
+#[test]
+fn a_build_past_the_file_size_limit_is_the_machines_failure_not_the_code() {
+    use std::os::unix::process::CommandExt;
+    let fixture = common::tiny_course("", common::ANSWER, |_| {});
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    let lab = fixture.root().join("lab");
+    fs::write(lab.join("course/src/lib.rs"), common::ANSWER).unwrap();
+    // 200 KiB stops rustc's own writes, 2 MiB the linker's.
+    for limit in [200 << 10, 2 << 20] {
+        let _ = fs::remove_dir_all(lab.join("target"));
+        let mut check = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        check
+            .args(["check", "01", "lab"])
+            .current_dir(fixture.root());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            check.pre_exec(move || {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = check.stdin(Stdio::null()).output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert_eq!(output.status.code(), Some(3), "{limit}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("不在你的代码里") && stderr.contains("File too large"),
+            "{stderr}"
+        );
+    }
+    let _ = fs::remove_dir_all(lab.join("target"));
+    fixture.xtask(&["check", "01", "lab"]).success();
+}
+
 #[test]
 fn commit_subjects_reach_the_terminal_with_control_characters_escaped() {
     let fixture = Fixture::empty();

@@ -122,21 +122,17 @@ fn check_reports_a_missing_focused_test_with_the_command_that_restores_it() {
     fs::remove_file(lab.join("course/tests/focused.rs")).unwrap();
     let run = fixture.xtask(&["check", "01", "lab"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let target = fixture.rev("HEAD").to_string();
     run.prints(&[
         "聚焦测试 course/tests/focused.rs 不在练习目录里",
-        &format!("show {}:course/tests/focused.rs > ", &target[..7]),
+        "cargo xtask check 01 lab --restore-tests",
     ]);
     assert!(!run.stdout.contains("能编译"), "{}", run.stdout);
     let json = fixture.xtask(&["check", "01", "lab", "--json"]).json();
     assert_eq!(json["focusedTestPresent"], false);
     assert_eq!(json["changedTests"][0]["missing"], true);
-    assert!(
-        json["changedTests"][0]["restore"]
-            .as_str()
-            .unwrap()
-            .contains(" show "),
-        "{json}"
+    assert_eq!(
+        json["changedTests"][0]["restore"],
+        "cargo xtask check 01 lab --restore-tests"
     );
     assert_eq!(json["compiled"], false);
 }
@@ -165,14 +161,21 @@ fn check_shows_each_compiler_error_once_as_rustc_rendered_it() {
 
 #[test]
 fn hints_climb_one_rung_at_a_time() {
-    let fixture = tiny_course("", ANSWER, |_| {});
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["steps"][0]["title"] = "加法".into();
+    });
     let ladder = "## 1.1\n### 1\nOpen lib.rs.\n### 2\nfn add(a: i32, b: i32) -> i32\n### 3\nreturn the sum\n### 4\na + …\n\
                   ## 1.2\n### 1\nStill lib.rs.\n### 2\nfn double\n### 3\ntwice\n### 4\nx * …\n";
     fixture.write("checkpoints/01/hints.md", ladder);
 
     let first = fixture.xtask(&["hint", "01"]);
     first.success();
-    assert!(first.stdout.contains("步骤 1.1"), "{}", first.stdout);
+    // The step's title as the manifest gives it, like check's row.
+    assert!(
+        first.stdout.contains("步骤 1.1（加法）的提示"),
+        "{}",
+        first.stdout
+    );
     assert!(first.stdout.contains("[1] 定位文件") && first.stdout.contains("Open lib.rs."));
     assert!(
         !first.stdout.contains("fn add"),

@@ -119,6 +119,67 @@ fn it_works_from_a_subfolder() {
     assert_eq!(run.json()["id"], "03");
 }
 
+/// `checkpoint` and `practice` print the chapter's `run` as a command a
+/// shell splits back into the manifest's words: it can be pasted.
+#[test]
+fn the_run_command_is_printed_so_that_it_can_be_pasted() {
+    let fixture = Fixture::course();
+    let teaching = ["course/src/types.rs", "course/src/lib.rs"];
+    let mut json: serde_json::Value =
+        serde_json::from_str(&manifest("03", "course/tests/message_ir.rs", &teaching)).unwrap();
+    let words = ["cargo", "test", "-p", "course", "--", "sum small", "it's"];
+    json["run"] = words.into();
+    fixture.write_manifest("03", &json.to_string());
+
+    let printed = fixture.xtask(&["checkpoint", "03", "--json"]).json()["commands"]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let split = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("for word in {printed}; do echo \"$word\"; done"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&split.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        words
+    );
+    fixture
+        .xtask(&["checkpoint", "03"])
+        .success()
+        .prints(&[&printed]);
+    fixture
+        .xtask(&["practice", "03", "lab"])
+        .success()
+        .prints(&[&printed]);
+}
+
+/// A tooling commit whose subject happens to start with `course(03):`
+/// becomes chapter 03's target, and its parent (the real cut) holds the
+/// answer: the learner commands warn in Chinese, verify refuses in English.
+#[test]
+fn a_target_whose_layer_changes_no_teaching_file_is_warned_about() {
+    let fixture = Fixture::course();
+    let quiet = fixture.xtask(&["checkpoint", "03"]);
+    assert!(quiet.success().stderr.is_empty(), "{}", quiet.stderr);
+    fixture.write("README.md", "a typo, fixed\n");
+    fixture.commit("course(03): fix a typo in the README");
+    let short = &fixture.head().to_string()[..7];
+
+    for args in [["checkpoint", "03", "--json"], ["practice", "03", "lab"]] {
+        let run = fixture.xtask(&args);
+        let warned =
+            run.stderr.contains("没有改动本章的任何教学文件") && run.stderr.contains(short);
+        assert!(warned, "{args:?}: {}", run.success().stderr);
+    }
+    let verify = fixture.xtask(&["verify", "03"]);
+    verify.fails_with(2, &["changes none of the chapter's teaching files", short]);
+}
+
 #[test]
 fn an_unknown_chapter_lists_the_ones_that_exist() {
     let fixture = Fixture::course();
@@ -391,23 +452,31 @@ fn two_folders_for_one_chapter_are_bad_input() {
         .fails_with(2, &["are both chapter 03", "keep one folder per chapter"]);
 }
 
+/// What `git clone --separate-git-dir` makes: the git folder elsewhere and a
+/// `.git` file in the work tree pointing at it. libgit2 names the git
+/// folder's parent as the work tree; the work tree is where the command
+/// runs, from its root or any subfolder.
 #[test]
 fn a_repository_with_a_separate_git_dir_finds_its_work_tree() {
-    let fixture = Fixture::course();
-    // What `git clone --separate-git-dir` makes: the git folder elsewhere and
-    // a `.git` file in the work tree pointing at it.
-    let gitdir = fixture.dir.path().join("elsewhere/gitdir");
-    fs::create_dir_all(gitdir.parent().unwrap()).unwrap();
-    fs::rename(fixture.root().join(".git"), &gitdir).unwrap();
-    fs::write(
-        fixture.root().join(".git"),
-        format!("gitdir: {}\n", gitdir.display()),
-    )
-    .unwrap();
-    fixture
-        .xtask(&["list"])
-        .success()
-        .prints(&["02  第 02 章", "03  第 03 章"]);
+    for gitdir in ["elsewhere/gitdir", "gitdir"] {
+        let fixture = Fixture::course();
+        let gitdir = fixture.dir.path().join(gitdir);
+        fs::create_dir_all(gitdir.parent().unwrap()).unwrap();
+        fs::rename(fixture.root().join(".git"), &gitdir).unwrap();
+        fs::write(
+            fixture.root().join(".git"),
+            format!("gitdir: {}\n", gitdir.display()),
+        )
+        .unwrap();
+        let subfolder = fixture.root().join("course/src");
+        for dir in [fixture.root(), subfolder.as_path()] {
+            xtask_in(dir, &["list"])
+                .success()
+                .prints(&["02  第 02 章", "03  第 03 章"]);
+        }
+        xtask_in(&subfolder, &["practice", "03", "lab"]).success();
+        assert!(subfolder.join("lab/course/tests/message_ir.rs").is_file());
+    }
 }
 
 #[test]
@@ -416,6 +485,39 @@ fn bench_has_no_partial_rows() {
     fixture
         .xtask(&["bench", "--only", "partial"])
         .fails_with(2, &["invalid value 'partial'"]);
+}
+
+/// A course benchmark that cannot run fails `bench` (exit 1), naming it; it
+/// is not skipped. A stand-in cargo runs the debug build's release re-run as
+/// this same binary (which then benches in place, and must not re-run
+/// again) and hands every other call to the real cargo.
+#[test]
+fn a_course_benchmark_that_cannot_run_fails_bench() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = common::tiny_course("", common::ANSWER, |_| {});
+    fixture.write(
+        "course/examples/bench_stream.rs",
+        "fn main() {\n    panic!(\"the benchmark broke\");\n}\n",
+    );
+    let real = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = fixture.dir.path().join("cargo");
+    let xtask = env!("CARGO_BIN_EXE_xtask");
+    fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\nif [ \"$4\" = --manifest-path ]; then\n  \
+             [ -n \"$RERUN\" ] && echo 'the release re-run re-ran itself' >&2 && exit 1\n  \
+             shift 6; RERUN=1 exec '{xtask}' \"$@\"\nfi\nexec '{real}' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&cargo, fs::Permissions::from_mode(0o755)).unwrap();
+    common::xtask_with_env(
+        fixture.root(),
+        &["bench", "--only", "stream", "--quick"],
+        &[("CARGO", &cargo)],
+    )
+    .fails_with(1, &["bench: stream failed", "the benchmark broke"]);
 }
 
 /// A debug build re-runs `bench` from a release build with its own
@@ -531,4 +633,41 @@ fn a_chapter_start_has_one_name_after_a_re_cut() {
 
 fn short(fixture: &Fixture, spec: &str) -> String {
     fixture.rev(spec).to_string()[..7].to_string()
+}
+
+/// `checkpoint` tells the layer's files apart: those the learner writes,
+/// those the lab gets from the target, those that stay in the repository.
+#[test]
+fn checkpoint_says_which_changed_files_reach_the_lab() {
+    let contract = "#[test]\nfn contract() {}\n";
+    let fixture = common::tiny_course_with(
+        &[("course/src/lib.rs", "")],
+        &[
+            ("course/src/lib.rs", common::ANSWER),
+            ("course/tests/contract.rs", contract),
+        ],
+        |_| {},
+    );
+    fixture.xtask(&["checkpoint", "01"]).success().prints(&[
+        "本章改动 3 个文件：\n  你要写的（教学文件）：\n    M course/src/lib.rs\n  \
+         练习目录从终点直接拿到的（测试和终点另给的文件）：\n    A course/tests/focused.rs\n  \
+         只留在课程仓库里的（仓库自己的测试等，练习目录里没有）：\n    A course/tests/contract.rs\n",
+    ]);
+    let json = fixture.xtask(&["checkpoint", "01", "--json"]).json();
+    let roles: Vec<(&str, &str)> = (json["files"].as_array().unwrap().iter())
+        .map(|file| {
+            (
+                file["path"].as_str().unwrap(),
+                file["role"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("course/src/lib.rs", "teaching"),
+            ("course/tests/contract.rs", "repository"),
+            ("course/tests/focused.rs", "lab")
+        ]
+    );
 }

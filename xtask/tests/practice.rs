@@ -546,7 +546,8 @@ fn lab_files_come_from_the_target_over_the_parents_and_checkpoint_lists_them() {
     fixture
         .xtask(&["checkpoint", "01"])
         .success()
-        .prints(&["终点另给的文件：Cargo.lock、course/Cargo.toml、course/examples/demo.rs"]);
+        .prints(&["练习目录从终点直接拿到的（测试和终点另给的文件）：\n    \
+                   A Cargo.lock\n    M course/Cargo.toml\n    A course/examples/demo.rs\n"]);
 }
 
 #[test]

@@ -747,6 +747,46 @@ fn a_re_cut_chapter_passes_verify() {
     );
 }
 
+/// A re-cut whose commits are dated before the old cut (a clock behind,
+/// `GIT_COMMITTER_DATE`) is still the newest in history: recut's own
+/// verify, then checkpoint, practice and check all take it as the chapter.
+#[test]
+fn a_re_cut_dated_before_the_old_cut_is_the_chapter_everywhere() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["expectedTests"] = 3.into();
+    });
+    fixture.commit("Describe chapter 01, with a third test");
+    fixture.set_identity();
+    let answer = format!("{ANSWER}\npub fn triple(x: i32) -> i32 {{\n    x * 3\n}}\n");
+    let triples = "\n#[test]\nfn triples() {\n    assert_eq!(course::triple(2), 6);\n}\n";
+    let focused = format!("{}{triples}", common::FOCUSED);
+    fixture.write("course/src/lib.rs", &answer);
+    fixture.write("course/tests/focused.rs", &focused);
+
+    let mut recut = command(&fixture, &["recut", "01"]);
+    let year_2000 = "@946684800 +0000";
+    recut
+        .env("GIT_COMMITTER_DATE", year_2000)
+        .env("GIT_AUTHOR_DATE", year_2000);
+    run(recut).success().prints(&["every checkpoint is honest"]);
+    let time = |spec: &str| fixture.repo.find_commit(fixture.rev(spec)).unwrap().time();
+    assert!(time("HEAD") < time("HEAD~3"), "the old cut is dated later");
+
+    let json = fixture.xtask(&["checkpoint", "01", "--json"]).json();
+    assert_eq!(json["target"]["id"], fixture.head().to_string());
+    fixture.xtask(&["practice", "01", "lab"]).success();
+    let lab = fixture.root().join("lab");
+    assert_eq!(
+        fs::read_to_string(lab.join("course/tests/focused.rs")).unwrap(),
+        focused
+    );
+    fs::write(lab.join("course/src/lib.rs"), &answer).unwrap();
+    fixture
+        .xtask(&["check", "01", "lab"])
+        .success()
+        .prints(&["第 01 章完成"]);
+}
+
 #[test]
 fn a_verify_that_fails_after_the_commits_exits_1_not_2() {
     let fixture = tiny_course("", ANSWER, |_| {});
@@ -871,6 +911,46 @@ fn an_edit_saved_while_recut_runs_is_never_lost() {
         fixture.learner_at("HEAD")["course/src/stream.rs"].1,
         b"// chapter 02\n"
     );
+}
+
+/// An object store recut may not write (`chattr +i` as root: git says
+/// "Operation not permitted"; read-only folders otherwise: "insufficient
+/// permission") is the machine's failure: exit 3, and nothing changed.
+#[test]
+fn an_object_store_it_may_not_write_is_the_machines_failure() {
+    let fixture = course();
+    fixture.write("course/src/types.rs", "// chapter 03, second cut\n");
+    let old_head = fixture.head();
+    let folders: Vec<PathBuf> = walkdir::WalkDir::new(fixture.repo.path().join("objects"))
+        .into_iter()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.file_type().is_dir())
+        .map(|entry| entry.into_path())
+        .collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let lock = |locked: bool| {
+        for folder in &folders {
+            if root {
+                let flag = if locked { "+i" } else { "-i" };
+                let done = Command::new("chattr").arg(flag).arg(folder).status();
+                assert!(
+                    done.unwrap().success(),
+                    "this test needs `chattr +i` as root"
+                );
+            } else {
+                let mode = if locked { 0o555 } else { 0o755 };
+                fs::set_permissions(folder, fs::Permissions::from_mode(mode)).unwrap();
+            }
+        }
+    };
+    lock(true);
+    let run = recut(&fixture, &["03", "--no-verify"]);
+    lock(false);
+
+    run.fails_with(3, &[]);
+    one_line_saying(&run, AS_THEY_WERE);
+    assert_eq!(fixture.head(), old_head);
 }
 
 #[test]

@@ -37,8 +37,15 @@ fn an_honest_checkpoint_passes_every_proof() {
     let (code, proofs, stderr) = verify(&fixture);
     assert_eq!(code, 0, "{proofs:#?}\n{stderr}");
     let names: Vec<&str> = proofs.iter().map(|(name, _, _)| name.as_str()).collect();
-    assert_eq!(names, ["parent", "red", "green", "steps", "faults", "leak"]);
+    assert_eq!(
+        names,
+        [
+            "parent", "red", "green", "steps", "starter", "faults", "leak"
+        ]
+    );
     assert!(proofs.iter().all(|(_, passed, _)| *passed));
+    // A chapter without a starter folder has no starter to prove.
+    assert_eq!(proofs[4].2, "no starter folder: nothing to prove");
     assert!(
         stderr.contains(
             "[01] red: `cargo test -p course --test focused` in target/xtask-verify/01/red"
@@ -53,6 +60,13 @@ fn an_honest_checkpoint_passes_every_proof() {
         "{}",
         table.stdout
     );
+    let row = table
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("01 "))
+        .unwrap();
+    // The fifth proof's cell, after four of "pass N.Ns".
+    assert_eq!(row.split_whitespace().nth(9), Some("–"), "{row}");
     assert!(table.stdout.contains("every checkpoint is honest"));
 }
 
@@ -180,7 +194,8 @@ fn a_parent_whose_own_tests_fail_fails_parent() {
             ("course/src/lib.rs", ANSWER),
             ("course/tests/earlier.rs", fixed),
         ],
-        |_| {},
+        // Handed out, or the lab would keep the broken one.
+        |manifest| manifest["labFiles"] = json!(["course/tests/earlier.rs"]),
     );
     let (code, proofs, _) = verify(&fixture);
     assert_eq!(code, 1);
@@ -214,6 +229,54 @@ fn a_failing_test_beside_the_focused_one_fails_green() {
     assert!(detail.contains("broken by the layer"), "{detail}");
 }
 
+/// check runs a lab's whole suite, and a lab keeps the parent's version of
+/// what the layer changes without handing it out: the answer must pass
+/// there too, so such a change fails green.
+#[test]
+fn an_earlier_file_the_layer_changes_but_the_lab_keeps_fails_green() {
+    let old = "#[test]\nfn earlier_chapter() {}\n";
+    let new = "#[test]\nfn earlier_chapter() {\n    assert_eq!(course::add(1, 1), 2);\n}\n";
+    let fixture = tiny_course_with(
+        &[("course/src/lib.rs", ""), ("course/tests/earlier.rs", old)],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/earlier.rs", new),
+        ],
+        |_| {},
+    );
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let (proof, detail) = only_failure(&proofs);
+    assert_eq!(proof, "green");
+    assert!(
+        detail.contains("the layer changes `course/tests/earlier.rs`"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn the_answer_is_green_beside_the_tutor_file_a_lab_has() {
+    // Chapter 12's agent example reads the folder it runs in: a lab's root
+    // holds the tutor file, and a test that passed in the repository failed
+    // in the lab.
+    let root = "#[test]\nfn no_tutor_file() {\n    let file = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/../AGENTS.md\");\n    assert!(!std::path::Path::new(file).exists(), \"a tutor file at the root\");\n}\n";
+    let fixture = tiny_course_with(
+        &[("course/src/lib.rs", "")],
+        &[
+            ("course/src/lib.rs", ANSWER),
+            ("course/tests/root.rs", root),
+        ],
+        |_| {},
+    );
+    fixture.write("checkpoints/AGENTS.md", "Be a tutor.\n");
+    fixture.commit("tooling: the tutor file");
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let (proof, detail) = only_failure(&proofs);
+    assert_eq!(proof, "green");
+    assert!(detail.contains("no_tutor_file"), "{detail}");
+}
+
 #[test]
 fn a_name_the_starting_point_already_has_is_no_leak() {
     // Chapter 06 adds `Tool`s where chapter 05 already had a `Tool` chunk: a
@@ -225,6 +288,20 @@ fn a_name_the_starting_point_already_has_is_no_leak() {
         &[("course/src/lib.rs", ANSWER)],
         |_| {},
     );
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 0, "{proofs:?}");
+}
+
+#[test]
+fn a_name_in_the_tutor_file_is_no_leak() {
+    // Chapter 09 adds a module `agent`; the tutor file every lab gets says
+    // "Pi agent". It is one text for every chapter and gives nothing away.
+    let fixture = tiny_course("", ANSWER, |_| {});
+    fixture.write(
+        "checkpoints/AGENTS.md",
+        "Help the learner double their effort.\n",
+    );
+    fixture.commit("tooling: the tutor file");
     let (code, proofs, _) = verify(&fixture);
     assert_eq!(code, 0, "{proofs:?}");
 }

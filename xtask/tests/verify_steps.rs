@@ -68,7 +68,7 @@ fn a_step_with_its_own_test_file_is_proven_like_the_focused_test() {
     for line in [
         "[01] red: `cargo test -p course --test wire` in target/xtask-verify/01/red",
         "[01] steps: `cargo test -p course --test wire` in target/xtask-verify/01/steps",
-        "[01] faults: `cargo test -p course --test wire` in target/xtask-verify/01/fault-1",
+        "[01] faults: `cargo test -p course --test wire` in target/xtask-verify/01/faults",
     ] {
         assert!(stderr.contains(line), "{line}\n{stderr}");
     }
@@ -190,5 +190,31 @@ fn an_observe_chapter_hands_out_its_answer_on_purpose() {
     assert!(
         detail(&proofs, "leak").contains("course/src/copy.txt holds the answer"),
         "{proofs:#?}"
+    );
+}
+
+/// `check` shows a step of several entries as one row whose count it
+/// works out from the manifest: steps proves that count is the number of
+/// distinct tests the entries select.
+#[test]
+fn a_step_whose_entries_select_the_same_test_twice_fails_steps() {
+    let fixture = tiny_course("", ANSWER, |manifest| {
+        manifest["steps"] = json!([
+            {"id": "1.1", "filter": "adds", "expectedTests": 1},
+            {"id": "1.1", "filter": "dd", "expectedTests": 1},
+            {"id": "1.2", "filter": "", "expectedTests": 2},
+            {"id": "1.2", "filter": "doubles", "expectedTests": 1}
+        ]);
+    });
+    let (code, proofs, _) = verify(&fixture);
+    assert_eq!(code, 1);
+    let failed = failed_proofs(&proofs);
+    assert_eq!(failed.len(), 1, "{proofs:#?}");
+    assert!(
+        failed[0]
+            .1
+            .starts_with("step 1.1 selects 1 distinct test(s), but check counts 2 for its row"),
+        "{}",
+        failed[0].1
     );
 }

@@ -1,10 +1,9 @@
-//! What a learner waits for: a cold build of the focused test in a fresh
-//! practice folder, and `check` on the finished, unchanged lab. The cold
-//! build's baseline is the same workspace whose crate holds a single
-//! serde-derived struct: the floor that serde's derive chain sets; `check`'s
-//! is a plain `cargo test` of the focused test in the same lab. Each is
-//! measured in alternation with its baseline.
+//! What a learner waits for, each measured in alternation with its baseline:
+//! a cold build of the focused test (baseline: a one-struct serde crate) and
+//! `check` on the finished lab, unchanged and after an edit (baseline: the
+//! plain `cargo test` runs check makes).
 
+use std::cell::Cell;
 use std::fs;
 use std::path::Path;
 use std::time::Instant;
@@ -23,16 +22,15 @@ use crate::safe_fs;
 use crate::tree;
 use crate::worlds;
 
-/// The last chapter of this repository, finished: its target's learner world
-/// in a fresh folder, each lab built in a target folder of its own.
+/// The last chapter finished, in a fresh folder, each lab with its own target folder.
 pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     let folder = chapter::all(&repo.checkpoints_dir())?
         .pop()
         .ok_or_else(|| Error::bad_input("no chapter to measure: checkpoints/ is empty"))?;
     let manifest = folder.load()?;
     let checkpoint = locate::locate(&repo.git, folder.id)?;
-    let finished = lab(repo, &checkpoint)?;
-    let bare = lab(repo, &checkpoint)?;
+    let finished = lab_of(repo, &checkpoint)?;
+    let bare = lab_of(repo, &checkpoint)?;
     hollow_out(bare.path(), manifest.focused_test.as_str())
         .map_err(error::io("cannot write the bare crate"))?;
     noteln!("bench: warming the registry for the learner loop …");
@@ -53,9 +51,9 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
     )?;
 
     noteln!("bench: check on an unchanged lab …");
-    let mut check = || -> Result<f64> {
+    let lab = finished.path();
+    let check = || -> Result<f64> {
         let started = Instant::now();
-        let lab = finished.path();
         if !crate::check::position(repo, &manifest, lab, DEFAULT_TIMEOUT)?.complete() {
             return Err(Error::check_failed(format!(
                 "check does not call chapter {} complete in {}",
@@ -66,9 +64,39 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
         Ok(started.elapsed().as_secs_f64())
     };
     check()?;
-    let [check, plain] = Figure::interleaved(
-        repeats.max(3),
-        [&mut check, &mut || run(&manifest.run, finished.path())],
+    let repeats = repeats.max(3);
+    let [unchanged, plain] =
+        Figure::interleaved(repeats, [&mut || check(), &mut || run(&manifest.run, lab)])?;
+
+    noteln!("bench: check after an edit …");
+    // The plain runs get a lab of their own: a build check did not see
+    // would make check clean its lab (README, "Freshness").
+    let other = lab_of(repo, &checkpoint)?;
+    run(&manifest.run, other.path())?;
+    // A one-line edit of the first teaching file (a new private function)
+    // before each run, outside its time.
+    let teaching = manifest.teaching_files[0].as_str();
+    let original = fs::read_to_string(Path::new(lab).join(teaching))
+        .map_err(error::io("cannot read a teaching file"))?;
+    let edits = Cell::new(0);
+    let edit = |lab: &Path| {
+        edits.set(edits.get() + 1);
+        let line = format!(
+            "#[allow(dead_code)]\nfn xtask_bench_edit_{}() {{}}\n",
+            edits.get()
+        );
+        fs::write(lab.join(teaching), format!("{original}{line}"))
+            .map_err(error::io("cannot edit a teaching file"))
+    };
+    // On a solved lab check runs the whole suite after its own runs (README,
+    // "The whole lab"), so the plain side runs it too.
+    let suite = ["cargo", "test", "--workspace"].map(String::from);
+    run(&suite, other.path())?;
+    let [edited, edited_plain] = Figure::interleaved(
+        repeats,
+        [&mut || edit(lab).and_then(|()| check()), &mut || {
+            edit(other.path()).and_then(|()| run(&suite, other.path()))
+        }],
     )?;
     Ok(vec![
         Row {
@@ -83,22 +111,29 @@ pub fn learner_loop(repo: &CourseRepo, repeats: usize) -> Result<Vec<Row>> {
         Row {
             workload: "check, unchanged lab".into(),
             size: format!("check {} (solved)", manifest.id),
-            met: Some(check.ratio(&plain) <= 2.5),
-            ratio: Some(check.ratio(&plain)),
-            ours: check,
+            met: Some(unchanged.ratio(&plain) <= 2.5),
+            ratio: Some(unchanged.ratio(&plain)),
+            ours: unchanged,
             baseline: Some(plain),
             target: "≤ 2.5× (baseline: the focused `cargo test`)".into(),
+        },
+        Row {
+            workload: "check after an edit".into(),
+            size: format!("check {} (solved), one line added", manifest.id),
+            met: Some(edited.ratio(&edited_plain) <= 1.5),
+            ratio: Some(edited.ratio(&edited_plain)),
+            ours: edited,
+            baseline: Some(edited_plain),
+            target: "≤ 1.5× (baseline: the same edit, then `cargo test --workspace`)".into(),
         },
     ])
 }
 
-/// Runs the focused test in `lab`: how many seconds it took, or an error
-/// when it failed.
+/// Runs `command` (a cargo test) in `lab`: its seconds, or an error when it failed.
 fn run(command: &[String], lab: &Path) -> Result<f64> {
     let started = Instant::now();
     let outcome = Invocation {
         command,
-        extra: &[],
         dir: lab,
         target_dir: &safe_fs::folder_inside(lab, Path::new(TARGET_DIR))?,
         timeout: DEFAULT_TIMEOUT,
@@ -106,16 +141,16 @@ fn run(command: &[String], lab: &Path) -> Result<f64> {
     .run()?;
     if !outcome.success {
         return Err(Error::check_failed(format!(
-            "the focused test failed in {}",
+            "`{}` failed in {}",
+            command.join(" "),
             lab.display()
         )));
     }
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// The chapter's target tree in a fresh folder, as a learner who finished
-/// it has it.
-fn lab(repo: &CourseRepo, checkpoint: &locate::Checkpoint) -> Result<TempDir> {
+/// The chapter's target tree in a fresh folder, as a learner who finished it has it.
+fn lab_of(repo: &CourseRepo, checkpoint: &locate::Checkpoint) -> Result<TempDir> {
     let folder = tempfile::Builder::new()
         .prefix("xtask-bench-lab-")
         .tempdir()
@@ -125,8 +160,7 @@ fn lab(repo: &CourseRepo, checkpoint: &locate::Checkpoint) -> Result<TempDir> {
     Ok(folder)
 }
 
-/// Replaces the crate's code in `lab` with one serde-derived struct and one
-/// test, keeping the workspace, manifest and lock file.
+/// Replaces the crate's code in `lab` with one serde-derived struct and one test.
 fn hollow_out(lab: &Path, focused_test: &str) -> std::io::Result<()> {
     for folder in ["src", "tests"] {
         let folder = lab.join("course").join(folder);

@@ -1,6 +1,5 @@
-//! `bench [--quick] [--only …] [--json]`: what the kit costs its users, measured side
-//! by side with the baseline a user would pick instead. Figures are printed,
-//! never asserted; each is the median of repeated runs with its spread.
+//! `bench [--quick] [--only …] [--json]`: what the kit costs, beside the
+//! baseline a user would pick instead; medians with spread, never asserted.
 
 mod learner;
 mod stats;
@@ -21,7 +20,6 @@ use clap::ValueEnum;
 
 pub use stats::Figure;
 
-/// One row of the table.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Row {
     pub workload: String,
@@ -37,12 +35,13 @@ pub struct Row {
 }
 
 impl cli::Bench {
-    /// Runs the command. A debug build re-runs itself in release first.
+    /// Runs the command (a debug build re-runs itself in release first).
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
-        if cfg!(debug_assertions) {
+        if cfg!(debug_assertions) && std::env::var_os(IN_PLACE).is_none() {
             return rerun_in_release(repo);
         }
         let mut rows = Vec::new();
+        let mut failed = Vec::new();
         for &workload in Workload::value_variants() {
             if !self.only.is_empty() && !self.only.contains(&workload) {
                 continue;
@@ -54,7 +53,12 @@ impl cli::Bench {
             };
             match result {
                 Ok(new) => rows.extend(new),
-                Err(error) => noteln!("bench: {name} skipped: {error}"),
+                // The machine or a signal ends the run (exit 3, 128 + n).
+                Err(error) if error.exit_code() > 2 => return Err(error),
+                Err(error) => {
+                    noteln!("bench: {name} failed: {error}");
+                    failed.push(name);
+                }
             }
         }
         if self.json {
@@ -62,26 +66,34 @@ impl cli::Bench {
         } else {
             print_table(&rows);
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            let failed = failed.join(", ");
+            Err(Error::check_failed(format!(
+                "bench: {failed} could not run (see above)"
+            )))
+        }
     }
 }
+
+/// Set for the release re-run: it benches in place whatever its build (a
+/// release profile with debug assertions would re-run itself forever).
+const IN_PLACE: &str = "XTASK_BENCH_IN_PLACE";
 
 /// How long one course benchmark may run, build included.
 const TIMEOUT: Duration = Duration::from_secs(900);
 
-/// Runs the course crate's own benchmark `course/examples/bench_<workload>.rs`
-/// (added by the chapter that introduces the API it measures) in release, as
-/// a child process: the tooling never links the learner's crate. It prints
-/// one JSON [`Row`] per line on stdout (`--quick` for smaller sizes).
+/// Runs `course/examples/bench_<workload>.rs` in release as a child (the
+/// tooling never links the learner's crate); one JSON [`Row`] a line.
 fn course_rows(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row>> {
     noteln!("bench: {workload} (course/examples/bench_{workload}.rs, release) …");
     let example = format!("bench_{workload}");
     let command = format!("cargo run --quiet --release -p course --example {example} --");
-    let command: Vec<String> = command.split(' ').map(String::from).collect();
-    let extra: Vec<String> = quick.then(|| "--quick".to_string()).into_iter().collect();
+    let mut command: Vec<String> = command.split(' ').map(String::from).collect();
+    command.extend(quick.then(|| "--quick".to_string()));
     let run = Invocation {
         command: &command,
-        extra: &extra,
         dir: &repo.root,
         target_dir: &safe_fs::folder_inside(&repo.root, Path::new(crate::repo::TARGET_DIR))?,
         timeout: TIMEOUT,
@@ -107,8 +119,7 @@ fn course_rows(repo: &CourseRepo, workload: &str, quick: bool) -> Result<Vec<Row
         .collect()
 }
 
-/// Runs this same command line again from a release build: its own
-/// arguments are forwarded as they were given, never re-encoded.
+/// Runs this command line again from a release build, its arguments as given.
 fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
     noteln!("bench: building xtask in release mode first …");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -116,6 +127,7 @@ fn rerun_in_release(repo: &CourseRepo) -> Result<()> {
     command
         .args("run --quiet --release --manifest-path xtask/Cargo.toml --".split(' '))
         .args(std::env::args_os().skip(1))
+        .env(IN_PLACE, "1")
         .current_dir(&repo.root);
     // In a process group of its own, ended with xtask: a signal never leaves
     // the release build, or the release bench it runs, behind.

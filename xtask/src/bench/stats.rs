@@ -26,9 +26,8 @@ pub enum Unit {
 }
 
 impl Figure {
-    /// Runs every workload once per round for `repeats` rounds, alternating,
-    /// so a slow phase of a noisy machine hits all of them alike. Each run
-    /// returns how many seconds it took.
+    /// Runs every workload once per round for `repeats` rounds, alternating;
+    /// each run returns its seconds.
     pub fn interleaved<const N: usize>(
         repeats: usize,
         mut runs: [&mut dyn FnMut() -> Result<f64>; N],

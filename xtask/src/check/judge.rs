@@ -1,15 +1,13 @@
-//! The position from the runs' reports: whether it compiled, each compile
-//! error once with the teaching file where its fix goes, each step's row,
-//! the first failing test, and whether the whole chapter is complete.
+//! The position from the runs' reports.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::run::RunResult;
-use super::{ErrorAt, Position, StepStatus, tests_intact, trace};
+use super::{ErrorAt, Position, StepStatus, Suite, tests_intact, trace};
 use crate::libtest::{Failure, Report};
-use crate::manifest::{Manifest, Step};
+use crate::manifest::{Manifest, StepGroup};
+use crate::runner::Captured;
 
-/// Fills in the position from the runs' reports.
 pub(super) fn judge(
     manifest: &Manifest,
     position: &mut Position,
@@ -23,18 +21,9 @@ pub(super) fn judge(
     position.compiled = ran().all(|(report, _)| report.compiled && report.ran);
     position.passed = report.passed.len();
     position.ran = report.passed.len() + report.failed.len();
-    position.errors = errors_at(runs, tracer);
-    position.steps = manifest
-        .steps
-        .iter()
-        .map(|step| {
-            step_status(
-                manifest,
-                step,
-                report_of(runs, step.run(manifest)),
-                position,
-            )
-        })
+    position.errors = errors_at(ran().map(|(report, _)| report), tracer);
+    position.steps = (manifest.step_groups().iter())
+        .map(|group| step_status(manifest, group, runs, position))
         .collect();
     (position.first_failure, position.first_failure_step) = first_failure(manifest, runs);
     // The focused tests (at least one, as many as expected, none failed),
@@ -55,28 +44,59 @@ pub(super) fn judge(
         .join("\n");
     // The first run that failed with neither a compile error nor a failing test.
     position.unexplained = ran()
-        .find(|(report, captured)| {
-            !captured.success
-                && !captured.timed_out
-                && report.failed.is_empty()
-                && report.errors.is_empty()
-        })
+        .find(|(report, captured)| unexplained(report, captured))
         .map(|(report, _)| report.text.clone());
 }
 
-/// The report of the run of `command`, unless it was skipped.
+pub(super) fn judge_suite(
+    position: &mut Position,
+    (report, captured): &(Report, Captured),
+    tracer: &trace::Tracer<'_>,
+) {
+    let passed = report.passed.len();
+    let green = captured.success && report.failed.is_empty() && passed >= 1;
+    let ran = passed + report.failed.len();
+    // Cargo's `error: test failed, to rerun pass `--test agent_loop``.
+    let rerun = (report.text.lines())
+        .find_map(|line| line.split_once("to rerun pass `")?.1.split_once('`'))
+        .map(|(args, _)| format!("cargo test {args}"));
+    position.suite = Some(Suite {
+        passed,
+        ran,
+        green,
+        reused: false,
+        rerun,
+    });
+    position.timed_out = captured.timed_out;
+    position.compiled = report.compiled && report.ran;
+    position.errors = errors_at([report], tracer);
+    // Cargo stops at the first test binary that fails: its first by name.
+    let first = report.failed.iter().min_by(|a, b| a.name.cmp(&b.name));
+    position.first_failure = first.cloned();
+    position.complete = green;
+    position.output = format!("{}\n{}", position.output, report.text);
+    position.unexplained = unexplained(report, captured).then(|| report.text.clone());
+}
+
+/// True for a run that failed with no compile error, failing test or timeout.
+fn unexplained(report: &Report, captured: &Captured) -> bool {
+    !captured.success && !captured.timed_out && report.failed.is_empty() && report.errors.is_empty()
+}
+
 fn report_of<'r>(runs: &'r [RunResult<'_>], command: &[String]) -> Option<&'r Report> {
     let run = runs.iter().find(|run| run.command == command)?;
     run.ran.as_ref().map(|(report, _)| report)
 }
 
-/// Every compile error of the runs, once, with the teaching file where its
-/// fix goes ([`trace`]).
-fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt> {
+/// Every compile error of the runs, once, with where its fix goes.
+fn errors_at<'r>(
+    reports: impl IntoIterator<Item = &'r Report>,
+    tracer: &trace::Tracer<'_>,
+) -> Vec<ErrorAt> {
     let mut seen = HashSet::new();
-    runs.iter()
-        .filter_map(|run| run.ran.as_ref())
-        .flat_map(|(report, _)| &report.errors)
+    reports
+        .into_iter()
+        .flat_map(|report| &report.errors)
         .filter(|error| seen.insert((&error.rendered, &error.message)))
         .map(|error| ErrorAt {
             message: error.message.clone(),
@@ -87,10 +107,8 @@ fn errors_at(runs: &[RunResult<'_>], tracer: &trace::Tracer<'_>) -> Vec<ErrorAt>
         .collect()
 }
 
-/// The first failing test: the focused run's, else the first step run's
-/// (with that step's id). Tests run in parallel and finish in any order, so
-/// "first" is the chapter's order: a failure of the earliest step whose
-/// filter selects one, by name among several.
+/// The first failing test in the chapter's order (focused run, then the
+/// steps'), with the step's id when it is a step run's.
 fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure>, Option<String>) {
     let failed_in = |command: &[String]| {
         let report = report_of(runs, command)?;
@@ -119,27 +137,68 @@ fn first_failure(manifest: &Manifest, runs: &[RunResult<'_>]) -> (Option<Failure
         .unwrap_or((None, None))
 }
 
-/// A step is green when its tests ran (at least one), all passed, as many
-/// as it expects, and its own test file (if any) is the target's.
+/// A step's row: green when each entry's tests ran, all passed, as many as
+/// expected, and its own test file is the target's.
 fn step_status(
     manifest: &Manifest,
-    step: &Step,
-    report: Option<&Report>,
+    group: &StepGroup<'_>,
+    runs: &[RunResult<'_>],
     position: &Position,
 ) -> StepStatus {
-    let (passed, ran) = report.map_or((0, 0), |report| report.count(&step.filter));
+    let mut passed = BTreeSet::new();
+    let mut failed: Vec<(&[String], &Failure)> = Vec::new();
+    let mut green = true;
+    for step in &group.entries {
+        let run = step.run(manifest);
+        let report = report_of(runs, run);
+        let (passed_here, ran_here) = report.map_or((0, 0), |report| report.count(&step.filter));
+        green &= ran_here >= 1
+            && passed_here == ran_here
+            && passed_here == step.expected_tests
+            && tests_intact::own_test_change(step, &position.changed_tests).is_none();
+        let Some(report) = report else { continue };
+        // The same test under two entries of one run counts once.
+        let selected = |name: &String| name.contains(&step.filter);
+        passed.extend(
+            report
+                .passed
+                .iter()
+                .filter(|n| selected(n))
+                .map(|n| (run, n)),
+        );
+        for failure in report.failed.iter().filter(|f| selected(&f.name)) {
+            if !failed.contains(&(run, failure)) {
+                failed.push((run, failure));
+            }
+        }
+    }
+    let unwritten: Vec<_> = failed
+        .iter()
+        .map(|(_, failure)| failure.unwritten())
+        .collect();
+    let mut not_written = Vec::new();
+    if unwritten.iter().all(|named| !named.is_empty()) {
+        // In the chapter's order, a step the manifest lacks last.
+        let groups = manifest.step_groups();
+        let at = |step: &String| groups.iter().position(|group| group.id == step);
+        not_written = unwritten.into_iter().flatten().map(|u| u.step).collect();
+        not_written.sort_by_key(|step| (at(step).unwrap_or(usize::MAX), step.clone()));
+        not_written.dedup();
+    }
     StepStatus {
-        id: step.id.clone(),
-        title: step.title.clone(),
-        filter: step.filter.clone(),
-        own_run: step.run(manifest) != manifest.run.as_slice(),
-        passed,
-        ran,
-        expected: step.expected_tests,
-        green: ran >= 1
-            && passed == ran
-            && passed == step.expected_tests
-            && tests_intact::own_test_change(step, &position.changed_tests).is_none(),
+        id: group.id.to_string(),
+        title: group.title.map(String::from),
+        filters: group
+            .entries
+            .iter()
+            .map(|step| step.filter.clone())
+            .collect(),
+        own_run: (group.entries.iter()).any(|step| step.run(manifest) != manifest.run.as_slice()),
+        passed: passed.len(),
+        ran: passed.len() + failed.len(),
+        expected: group.expected_tests(manifest),
+        green,
+        not_written,
     }
 }
 
@@ -166,7 +225,17 @@ mod tests {
             passed: vec!["adds".to_string()],
             ..Report::default()
         };
-        let status = step_status(&manifest, &manifest.steps[0], Some(&report), &position);
+        let captured = crate::runner::Captured {
+            success: true,
+            output: String::new(),
+            stdout: String::new(),
+            timed_out: false,
+        };
+        let runs = [RunResult {
+            command: &manifest.run,
+            ran: Some((report, captured)),
+        }];
+        let status = step_status(&manifest, &manifest.step_groups()[0], &runs, &position);
         assert_eq!((status.passed, status.ran, status.green), (0, 0, false));
     }
     #[test]

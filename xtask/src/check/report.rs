@@ -1,6 +1,4 @@
-//! `check`'s report for a person: the chapter's heading, changed tests, the
-//! compile errors as rustc rendered them, the step rows, the first failing
-//! test with where its sides first differ, and what to do next.
+//! `check`'s report for a person.
 
 use super::{ErrorAt, Position, StepStatus};
 use crate::cli;
@@ -12,9 +10,6 @@ use crate::out::{self, outln, shell_word};
 const ERRORS_SHOWN: usize = 5;
 
 impl cli::Check {
-    /// Prints `position`: as JSON (one document, or one line per report
-    /// with `--watch`; cargo's output too with `--verbose`) or as the
-    /// learner's report.
     pub(super) fn print(&self, position: &mut Position) {
         if self.json {
             if self.verbose {
@@ -52,23 +47,32 @@ impl cli::Check {
             outln!("{}", say::COMPILES);
         } else if !position.errors.is_empty() {
             // When the focused tests ran, what does not compile is a later
-            // step's own test file: not the next thing to do.
-            print_errors(&position.errors, position.ran > 0);
+            // step's own test file, or, once every step passed, another test
+            // of the lab: not the next thing to do.
+            let errors = position.errors.len();
+            let heading = match position.suite {
+                Some(_) => say::suite_does_not_compile(errors),
+                None if position.ran > 0 => say::step_files_do_not_compile(errors),
+                None => say::does_not_compile(errors),
+            };
+            print_errors(&position.errors, &heading);
         }
         print_steps(&position.steps);
+        if let Some(suite) = &position.suite {
+            let rerun = suite.rerun.as_deref();
+            outln!(
+                "{}",
+                say::suite_row(suite.passed, suite.green, suite.reused, rerun)
+            );
+        }
         print_failure(position);
         print_ending(position);
     }
 }
 
-/// Each compile error under the teaching file where its fix goes, in
-/// rustc's own words.
-fn print_errors(errors: &[ErrorAt], focused_ran: bool) {
-    if focused_ran {
-        outln!("{}", say::step_files_do_not_compile(errors.len()));
-    } else {
-        outln!("{}", say::does_not_compile(errors.len()));
-    }
+/// Each compile error under the teaching file where its fix goes.
+fn print_errors(errors: &[ErrorAt], heading: &str) {
+    outln!("{heading}");
     for error in errors.iter().take(ERRORS_SHOWN) {
         let location = error.location.as_deref();
         let advice = &error.advice;
@@ -91,40 +95,46 @@ fn print_errors(errors: &[ErrorAt], focused_ran: bool) {
     outln!();
 }
 
-/// The first failing test, where its assertion's sides first differ, and
-/// its message.
+/// The first failing test, where its sides first differ, and its message.
 fn print_failure(position: &Position) {
     let Some(failure) = &position.first_failure else {
         return;
     };
     let heading = match &position.first_failure_step {
+        _ if position.suite_failed() => say::first_failure_in_suite(&failure.name),
         Some(step) => say::first_failure_in_step(&failure.name, &shown(step)),
         None => say::first_failure(&failure.name),
     };
     outln!("{heading}");
+    // A starter's `todo!` is work not written yet, not a trace to read.
+    let unwritten = failure.unwritten();
+    if let Some(first) = unwritten.first() {
+        return outln!(
+            "  {}",
+            say::step_not_written_at(&shown(&first.step), first.at.as_deref())
+        );
+    }
     if let Some((at, left, right)) = first_difference(&failure.message) {
         outln!("  {}", say::first_difference(at, &left, &right));
     }
+    // The test's and Rust's own words, quoted as they were printed.
+    outln!("  {}", say::FAILURE_OUTPUT);
     for line in failure.message.lines() {
-        outln!("  {}", shortened(line));
+        outln!("    {}", shortened(line));
     }
 }
 
-/// The verdict's line: complete (and `compare` next), no focused test ran
-/// (none passed or failed: all ignored, renamed or filtered out), a run
-/// that failed with no failing test (the tail of its output), or what next.
 fn print_ending(position: &Position) {
     let nothing_ran = position.compiled && position.ran == 0 && !position.timed_out;
     if nothing_ran {
         outln!("{}", say::NO_TEST_RAN);
     }
     if position.complete {
-        let mut ids: Vec<&str> = position.steps.iter().map(|step| step.id.as_str()).collect();
-        ids.dedup();
-        let done = if ids.is_empty() {
+        let steps = position.steps.len();
+        let done = if steps == 0 {
             say::complete(position.passed, &position.chapter)
         } else {
-            say::complete_with_steps(position.passed, ids.len(), &position.chapter)
+            say::complete_with_steps(position.passed, steps, &position.chapter)
         };
         outln!("{done}");
         let lab = shell_word(&position.lab_from_root);
@@ -147,11 +157,16 @@ fn print_steps(steps: &[StepStatus]) {
     outln!("{}", say::STEPS);
     let labels: Vec<String> = steps
         .iter()
-        .map(|step| say::step_label(step.title.as_deref(), &step.filter))
+        .map(|step| say::step_label(step.title.as_deref(), &step.filters))
         .collect();
     let width = labels.iter().map(|l| display_width(l)).max().unwrap_or(0);
     for (step, label) in steps.iter().zip(&labels) {
-        let mark = if step.green { " ✓" } else { "" };
+        let mark = match &step.not_written[..] {
+            _ if step.green => " ✓".to_string(),
+            [] => String::new(),
+            [only] if *only == step.id => format!(" {}", say::NOT_WRITTEN),
+            steps => format!(" {}", say::steps_not_written(steps)),
+        };
         let pad = width - display_width(label);
         outln!(
             "  {} {label}{} {}/{}{mark}",
@@ -163,8 +178,7 @@ fn print_steps(steps: &[StepStatus]) {
     }
 }
 
-/// How many characters of a failure's line are shown (`--verbose` and
-/// `--json` keep it whole).
+/// How many characters of a failure's line are shown.
 const LONGEST_LINE: usize = 240;
 
 /// `line`, cut at [`LONGEST_LINE`] characters with a note saying so.
@@ -177,12 +191,10 @@ fn shortened(line: &str) -> String {
     format!("{kept}{}", say::line_cut(length))
 }
 
-/// How long a side of an assertion must be for its first difference to be
-/// pointed out (a line of JSON is; a number is not).
+/// How long a side of an assertion must be for its first difference to show.
 const LONG_SIDE: usize = 30;
 
-/// Where the `left` and `right` of a failed `assert_eq!` first differ: the
-/// character position (from 1) and a short piece of each side from there.
+/// Where `left` and `right` of a failed `assert_eq!` first differ, with a piece of each.
 fn first_difference(message: &str) -> Option<(usize, String, String)> {
     let side = |name: &str| {
         let line = message

@@ -1,13 +1,7 @@
-//! Which teaching file a compile error's fix goes to: the first teaching
-//! file among the error's spans (its notes' too); else a module the message
-//! names (`course::types`); else the module the lab's tests import a named
-//! item from; else, for a name the tests cannot find, the crate root.
-//!
-//! First, though: when the error names a module or item the target's crate
-//! root declares (`mod block_on;`, `pub use block_on::block_on;`) and the
-//! lab's crate root lacks that declaration, the fix is to add it, quoted
-//! from the target; when the declarations are there but the module's file
-//! is not, the fix is that file.
+//! Which teaching file a compile error's fix goes to: a missing crate-root
+//! declaration the target has; an unresolved import's module; the first
+//! teaching file among its spans; a module the message names; the module
+//! the tests import the item from; else the crate root.
 
 use std::path::Path;
 
@@ -76,8 +70,7 @@ pub(super) struct Advice {
 }
 
 impl<'m> Tracer<'m> {
-    /// Reads the lab's tests and crate root, and the target's crate root
-    /// (none when the target is unknown).
+    /// Reads the lab's tests and crate root, and the target's crate root.
     pub(super) fn new(repo: &CourseRepo, manifest: &'m Manifest, lab: &'m Path) -> Self {
         let read = |path: &RepoPath| {
             let source = safe_fs::read_inside(lab, Path::new(path.as_str())).ok()??;
@@ -129,8 +122,7 @@ impl<'m> Tracer<'m> {
     }
 
     /// The fix when `error` is about a module or item the target's crate
-    /// root declares; `None` when it is not, or the lab has both the
-    /// declarations and the module's file.
+    /// root declares and the lab lacks it or its file.
     fn declare(&self, root: &CrateRoot<'_>, error: &CompileError) -> Option<Advice> {
         // rustc pointing into another teaching file knows better.
         let elsewhere = error.files.iter().any(|file| {
@@ -193,18 +185,23 @@ impl<'m> Tracer<'m> {
         })
     }
 
-    /// The teaching file for `error` by its spans, the names in its message
-    /// and the tests' imports (see the module doc).
+    /// The teaching file for `error` (see the module doc).
     fn teaching_file(&self, error: &CompileError) -> Option<&'m RepoPath> {
         let teaching = self.teaching;
         let named = named_words(&error.message);
         let unresolved = ["unresolved import", "cannot find", "failed to resolve"]
             .iter()
             .any(|start| error.message.starts_with(start));
-        error
-            .files
-            .iter()
-            .find_map(|file| teaching.iter().find(|path| path.as_str() == file))
+        // An import of an item a module lacks is fixed in that module (a
+        // starter's `use crate::types::ToolDefinition;` waits on `types.rs`).
+        let lacking = (error.message.starts_with("unresolved import"))
+            .then(|| named.iter().find_map(|word| self.module_file(word)))
+            .flatten();
+        lacking
+            .or_else(|| {
+                let mut files = error.files.iter();
+                files.find_map(|file| teaching.iter().find(|path| path.as_str() == file))
+            })
             .or_else(|| named.iter().find_map(|word| self.module_file(word)))
             .or_else(|| {
                 named.iter().find_map(|word| {
@@ -249,14 +246,12 @@ fn named_words(message: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The identifiers of `text`.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|word| !word.is_empty())
 }
 
-/// The words of every `use course::…;` of a test's `source` (see
-/// [`Tracer::imports`]).
+/// The words of every `use course::…;` of `source` ([`Tracer::imports`]).
 fn course_imports(source: &str) -> Vec<Vec<String>> {
     source
         .match_indices("use course::")
@@ -349,6 +344,7 @@ mod tests {
             location: None,
             rendered: String::new(),
             files: files.iter().map(|file| file.to_string()).collect(),
+            notes: Vec::new(),
         }
     }
 
@@ -393,5 +389,13 @@ mod tests {
             Some("course/src/lib.rs")
         );
         assert_eq!(at(&error("mismatched types", &[test])), None);
+        assert_eq!(
+            at(&error(
+                "unresolved import `crate::types::ToolDefinition`",
+                &["course/src/assistant_stream.rs"]
+            )),
+            Some("course/src/types.rs"),
+            "an import a module lacks is fixed in that module"
+        );
     }
 }

@@ -5,9 +5,8 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::for_learner;
 
-/// What clap found wrong with the arguments, without the "error: " prefix
-/// `main` adds. `command` is the subcommand typed, when it is one;
-/// `usage` its usage line (or the top level's) without clap's label.
+/// What clap found wrong with the arguments, without "error: "; `command` is
+/// the subcommand typed, `usage` its usage line.
 pub fn argument_error(error: &clap::Error, command: Option<&str>, usage: &str) -> String {
     if !for_learner() {
         let rendered = error.render().to_string();

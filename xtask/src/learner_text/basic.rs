@@ -89,8 +89,7 @@ pub fn unborn_head(branch: &str) -> String {
     )
 }
 
-/// No `course(NN):` commit reachable from HEAD. `locate.rs` raises it.
-/// `id` is the chapter (`03`), `prefix` its subject prefix (`course(03):`).
+/// No `course(NN):` commit reachable from HEAD (`prefix`: `course(03):`).
 pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
     if shallow {
         return pick(
@@ -118,7 +117,6 @@ pub fn no_checkpoint_commit(id: &str, prefix: &str, shallow: bool) -> String {
 }
 
 /// Chapter `id`'s target `short` has no parent in a shallow clone.
-/// `locate.rs` raises it.
 pub fn target_parent_not_fetched(id: &str, short: &str) -> String {
     pick(
         format!(

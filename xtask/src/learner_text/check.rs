@@ -24,6 +24,35 @@ pub fn step_files_do_not_compile(errors: usize) -> String {
     )
 }
 
+pub fn suite_does_not_compile(errors: usize) -> String {
+    format!(
+        "✓ 聚焦测试和各个步骤都通过；✗ 练习目录里的其他测试（前面各章的）还不能编译（{errors} 个错误）：\n  \
+         本章也改动前面各章写好的文件，别把它们的测试用到的东西改坏"
+    )
+}
+
+/// The row of the lab's whole suite: green with how many passed (`reused`
+/// when unchanged since it passed), or red with the `rerun` command.
+pub fn suite_row(passed: usize, green: bool, reused: bool, rerun: Option<&str>) -> String {
+    let title = "全部测试（含前面各章）";
+    let rerun = rerun
+        .map(|command| format!("\n  在练习目录里单独重跑失败的那个测试文件：{command}"))
+        .unwrap_or_default();
+    match (green, reused) {
+        (true, false) => format!("{title} {passed}/{passed} ✓"),
+        (true, true) => {
+            format!("{title} {passed}/{passed} ✓（上次检查之后没有改动，沿用上次的结果）")
+        }
+        (false, _) => format!(
+            "{title} ✗ 本章也改动前面各章写好的文件，它们的测试也要通过，本章才算完成{rerun}"
+        ),
+    }
+}
+
+pub fn first_failure_in_suite(name: &str) -> String {
+    format!("第一个失败的测试（在全部测试里，可能是前面某一章的）：{name}")
+}
+
 pub fn timed_out(timeout: Duration) -> String {
     format!(
         "✗ 运行超过 {} 秒，已结束它的整个进程组：可能有测试陷入死循环，或在等一个永远不来的事件",
@@ -55,14 +84,34 @@ pub fn lab_vanished(lab: &str) -> String {
     format!("练习目录 {lab} 不见了：它被删除或移走了，`check --watch` 就此停止")
 }
 
-/// A test file the lab got from the target, changed or gone; `restore` is
-/// the command that brings the target's version back.
+/// A test file from the target, changed or gone; `restore` brings it back.
 pub fn test_changed(test: &str, restore: &str) -> String {
-    format!("✗ {test} 和本章终点的版本不一样：测试被改过，结果不能算数。恢复它：\n    {restore}")
+    format!(
+        "✗ {test} 和本章终点的版本不一样：测试被改过，结果不能算数。在课程仓库根目录运行这条命令恢复它：\n    {restore}"
+    )
 }
 
 pub fn test_gone(test: &str, restore: &str) -> String {
-    format!("✗ {test} 不在练习目录里，这一步没有可运行的测试。恢复它：\n    {restore}")
+    format!(
+        "✗ {test} 不在练习目录里，这一步没有可运行的测试。在课程仓库根目录运行这条命令恢复它：\n    {restore}"
+    )
+}
+
+/// `check --restore-tests` wrote the target's version of `test` back.
+pub fn test_restored(test: &str) -> String {
+    format!("已把 {test} 恢复成本章终点的版本")
+}
+
+pub fn cannot_restore_test(test: &str, why: &str) -> String {
+    format!("没法把 {test} 写回练习目录（{why}）：修好它再运行")
+}
+
+/// `check --restore-tests` without the chapter's commits.
+pub fn cannot_restore_tests(chapter: &str) -> String {
+    format!(
+        "这个仓库里找不到第 {chapter} 章的终点提交，没法恢复测试文件：先取回完整历史（`git fetch --unshallow`），\
+         或者用 `cargo xtask practice {chapter} <新目录>` 建一个新的练习目录"
+    )
 }
 
 pub fn tests_unverifiable(chapter: &str) -> String {
@@ -85,14 +134,36 @@ pub fn more_errors(hidden: usize) -> String {
     format!("……还有 {hidden} 个错误没有显示（加 --verbose 看全部）")
 }
 
-/// A step row's label: its title, else its filter, else "all".
-pub fn step_label(title: Option<&str>, filter: &str) -> String {
-    match (title, filter) {
-        (Some(title), _) => title.to_string(),
-        (None, "") => "全部".to_string(),
-        (None, filter) => filter.to_string(),
+/// A step row's label: its title, else its filters ("" is "all").
+pub fn step_label(title: Option<&str>, filters: &[String]) -> String {
+    if let Some(title) = title {
+        return title.to_string();
+    }
+    let filters = filters.iter().map(|filter| match filter.as_str() {
+        "" => "全部",
+        filter => filter,
+    });
+    filters.collect::<Vec<_>>().join("、")
+}
+
+/// The mark of a step whose tests all stop at its own starter `todo!`.
+pub const NOT_WRITTEN: &str = "还没写";
+
+/// The mark of a step whose tests stop at other steps' starter `todo!`s.
+pub fn steps_not_written(steps: &[String]) -> String {
+    format!("{} 还没写", steps.join("、"))
+}
+
+/// Under the first failing test, when it stopped at a starter's `todo!`.
+pub fn step_not_written_at(step: &str, at: Option<&str>) -> String {
+    match at {
+        Some(at) => format!("{step} 还没写：起始文件在 {at} 留下的 todo! 还等着你来写"),
+        None => format!("{step} 还没写：起始文件留下的 todo! 还等着你来写"),
     }
 }
+
+/// Above a failing test's panic messages, quoted as the test printed them.
+pub const FAILURE_OUTPUT: &str = "失败信息（测试输出的原文）：";
 
 pub const NO_TEST_RAN: &str =
     "✗ 没有一个聚焦测试真正运行（全被忽略、名字被改，或过滤条件一个也没选中）：这不算通过。";
@@ -134,9 +205,7 @@ pub fn error_in_new_file(teaching_file: &str, location: Option<&str>) -> String 
     format!("→ 要新建 {teaching_file}（编译器指向 {location}）")
 }
 
-/// The lines above a compile error whose fix is in the crate root: the
-/// declarations it lacks, as the chapter's end writes them (and the module
-/// file to create as well, if any).
+/// The lines above a compile error whose fix is a crate-root declaration.
 pub fn error_needs_declarations(
     crate_root: &str,
     declarations: &[String],

@@ -2,7 +2,7 @@
 //! what it is (the end of the chapter before it), which `practice` and the
 //! guide's header say too.
 
-use crate::checkpoint::Report;
+use crate::checkpoint::{Report, Role};
 use crate::manifest::{ChapterId, Mode};
 
 /// Where chapter `id` starts, named by what it is: the end of the chapter
@@ -15,9 +15,8 @@ pub fn chapter_start(id: ChapterId) -> String {
     }
 }
 
-/// The chapter's start commit `short` as a report names it: the end of
-/// the chapter before, or, when its learner code is not that end's
-/// (`previous_end`, the end's short id), both.
+/// The chapter's start commit `short`: the end of the chapter before, or
+/// both when its learner code is not that end's (`previous_end`).
 pub fn start_commit(id: ChapterId, short: &str, previous_end: Option<&str>) -> String {
     match previous_end {
         None => format!("{}，提交 {short}", chapter_start(id)),
@@ -28,8 +27,7 @@ pub fn start_commit(id: ChapterId, short: &str, previous_end: Option<&str>) -> S
     }
 }
 
-/// Where a practice folder starts: the chapter's start (rebuild), or its
-/// end (observe).
+/// Where a practice folder starts: the chapter's start or (observe) its end.
 pub fn practice_from(id: ChapterId, mode: Mode) -> String {
     match mode {
         Mode::Rebuild => chapter_start(id),
@@ -42,9 +40,8 @@ pub fn end_of(id: ChapterId) -> String {
     format!("第 {id} 章的终点")
 }
 
-/// `checkpoint`'s report: where the chapter starts and ends, named by what
-/// they are, what it changes, how to practise it, and the diff (the answer)
-/// only after asking for a prediction.
+/// `checkpoint`'s report, the diff (the answer) only after asking for a
+/// prediction.
 pub fn checkpoint_report(report: &Report<'_>) -> String {
     let id = report.id;
     let mode = match report.mode {
@@ -53,14 +50,36 @@ pub fn checkpoint_report(report: &Report<'_>) -> String {
     };
     let previous_end = report.previous_end.map(|end| end.short.as_str());
     let start_name = start_commit(id, &report.start.short, previous_end);
-    let files = report.files.iter();
-    let files: String = files
-        .map(|file| format!("\n  {} {}", file.status, file.path))
-        .collect();
-    let lab_files = match &report.lab_files[..] {
-        [] => String::new(),
-        files => format!("终点另给的文件：{}\n", files.join("、")),
-    };
+    // Which files the learner writes, which the lab gets as they are at
+    // the end, and which never leave the repository.
+    let groups = [
+        (Role::Teaching, "你要写的（教学文件）"),
+        (
+            Role::Lab,
+            "练习目录从终点直接拿到的（测试和终点另给的文件）",
+        ),
+        (
+            Role::Repository,
+            "只留在课程仓库里的（仓库自己的测试等，练习目录里没有）",
+        ),
+    ];
+    let mut files = String::new();
+    for (role, heading) in groups {
+        let mine = report.files.iter().filter(|file| file.role == role);
+        let lines: String = mine
+            .map(|file| {
+                let starter = if file.starter {
+                    "（起始文件已开好头）"
+                } else {
+                    ""
+                };
+                format!("\n    {} {}{starter}", file.status, file.path)
+            })
+            .collect();
+        if !lines.is_empty() {
+            files.push_str(&format!("\n  {heading}：{lines}"));
+        }
+    }
     let (start, target, commands) = (report.start, report.target, &report.commands);
     format!(
         "第 {id} 章 · {title}（{mode}）\n  \
@@ -68,7 +87,6 @@ pub fn checkpoint_report(report: &Report<'_>) -> String {
          终点：{end}，提交 {target_short}\n        {target_id}\n\n\
          本章改动 {count} 个文件：{files}\n\n\
          聚焦测试：{focused_test}\n\
-         {lab_files}\
          开始练习：{practice}\n\
          运行测试：在练习目录里 {run}\n\n\
          先预测，再看答案：上面这些文件各会加上什么、改掉什么？把你的预测写下来，\

@@ -17,19 +17,23 @@ pub fn compare_checking(lab: &str) -> String {
     format!("先用 check 确认本章在 {lab} 里已经完成 …")
 }
 
-/// One line per teaching file: how far the learner's file is from the answer.
+/// One line per teaching file: the lines only the learner's file has, how
+/// many of those the starter gave, and the lines only the answer has.
 pub fn compare_distance(
     path: &str,
     mine: Option<usize>,
     answer: usize,
-    removed: usize,
-    added: usize,
+    (removed, from_starter, added): (usize, usize, usize),
 ) -> String {
+    let given = match from_starter {
+        0 => String::new(),
+        given => format!("（其中 {given} 行是起始文件给的）"),
+    };
     match mine {
         None => format!("  ✗ {path}：练习目录里没有这个文件（参考答案 {answer} 行）"),
         Some(_) if removed == 0 && added == 0 => format!("  = {path}：和参考答案一字不差"),
         Some(mine) => format!(
-            "  ≠ {path}：你的 {mine} 行，参考答案 {answer} 行；只在你这边的 {removed} 行，只在参考答案里的 {added} 行"
+            "  ≠ {path}：你的 {mine} 行，参考答案 {answer} 行；只在你这边的 {removed} 行{given}，只在参考答案里的 {added} 行"
         ),
     }
 }
@@ -50,12 +54,18 @@ pub fn compare_refused(chapter: &str, lab: &str, verdict: &str) -> String {
 }
 
 /// Why check does not call the chapter complete, from its report.
-pub fn compare_verdict(passed: usize, expected: Option<usize>, red_steps: &[String]) -> String {
+pub fn compare_verdict(
+    passed: usize,
+    expected: Option<usize>,
+    red_steps: &[String],
+    suite_failed: bool,
+) -> String {
     match (passed, expected) {
         (passed, Some(expected)) if passed < expected => {
             format!("{passed}/{expected} 个聚焦测试通过")
         }
         _ if !red_steps.is_empty() => format!("步骤 {} 还没通过", red_steps.join("、")),
+        _ if suite_failed => "练习目录里还有别的测试没通过，多半是前面各章的".to_string(),
         _ => "check 说还没有完成".to_string(),
     }
 }

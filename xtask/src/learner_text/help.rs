@@ -1,7 +1,5 @@
-//! The help a learner reads, in the course's language: `cli.rs` names these
-//! texts in its attributes, so each flag's help is written once, here.
-//! [`for_learner`] lays the help out with Chinese headings and marks the
-//! author commands (whose own `--help` stays English) in the top-level list.
+//! The help a learner reads, in Chinese, named by `cli.rs`'s attributes;
+//! [`for_learner`] lays it out and marks the author commands.
 
 use clap::{Arg, ArgAction, Command};
 
@@ -9,7 +7,7 @@ pub const ROOT: &str = "课程的检查点工具：找到一章、创建练习�
 pub const CHECKPOINT: &str = "找到一章的起点和终点：本章改动哪些文件，怎样练习";
 pub const PRACTICE: &str =
     "创建独立的练习目录：起点的代码、聚焦测试和 LEARNING.md；没有历史，没有答案";
-pub const CHECK: &str = "报告练习目录的进度：能不能编译，哪些步骤通过了，第一个失败的测试差在哪里";
+pub const CHECK: &str = "报告练习目录的进度：能不能编译，哪些步骤通过了，第一个失败的测试差在哪里；都通过后再跑一遍全部测试（含前面各章）";
 pub const HINT: &str = "一级一级显示某个步骤的提示：1 定位文件，2 函数签名，3 伪代码，4 局部代码";
 pub const COMPARE: &str = "本章在练习目录里完成之后：把你写的每个文件和参考答案（终点）对照";
 
@@ -19,6 +17,7 @@ pub const NEW_LAB: &str = "要创建的文件夹：必须不存在，或者是�
 pub const JSON: &str = "以 JSON 输出，给工具读";
 pub const WATCH: &str = "每次保存后重新报告（轮询；Ctrl-C 停止）";
 pub const VERBOSE: &str = "同时显示 cargo 的完整输出";
+pub const RESTORE_TESTS: &str = "先把改过或缺少的测试文件恢复成本章终点的版本，再检查";
 pub const STEP: &str = "步骤，例如 3.1（默认：本章的第一个步骤）";
 pub const LEVEL: &str = "显示到第几级提示（1 到 4）";
 pub const ANYWAY: &str = "本章还没完成也要对照";
@@ -40,9 +39,7 @@ const AUTHOR_ENTRIES: [(&str, &str); 4] = [
     ("recut", "（作者用）重新切出一章，并在上面重放后面的每一章"),
 ];
 
-/// `command` (the whole command line) as a learner reads it: Chinese
-/// headings and help flags, the author commands marked in the top-level
-/// list, a default value said in Chinese.
+/// `command` laid out for a learner: Chinese headings, author commands marked.
 pub fn for_learner(command: Command) -> Command {
     command
         .help_template(

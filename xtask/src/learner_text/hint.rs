@@ -4,8 +4,12 @@
 /// The rung names of the hint ladder, level 1 to 4.
 pub const HINT_LEVELS: [&str; 4] = ["定位文件", "函数签名", "伪代码", "局部代码"];
 
-pub fn hint_heading(chapter: &str, step: &str) -> String {
-    format!("第 {chapter} 章 · 步骤 {step} 的提示")
+/// `title`: the step's, from the manifest.
+pub fn hint_heading(chapter: &str, step: &str, title: Option<&str>) -> String {
+    match title {
+        Some(title) => format!("第 {chapter} 章 · 步骤 {step}（{title}）的提示"),
+        None => format!("第 {chapter} 章 · 步骤 {step} 的提示"),
+    }
 }
 
 pub fn hint_rung(level: usize) -> String {

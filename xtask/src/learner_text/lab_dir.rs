@@ -1,8 +1,7 @@
 //! The lab folder a learner named (`check`, `compare`): not found, the
 //! repository itself, not a lab, or missing its focused test.
 
-/// The practice folders a learner may have meant, as a sentence; empty when
-/// there are none.
+/// The practice folders a learner may have meant, as a sentence, or "".
 fn labs_line(labs: &[String]) -> String {
     if labs.is_empty() {
         String::new()
@@ -41,9 +40,11 @@ pub fn not_a_lab(dir: &str, chapter: &str, labs: &[String]) -> String {
     )
 }
 
-/// `restore` is the shell command that writes the target's copy back.
+/// `restore` is the command that writes the target's copy back.
 pub fn focused_test_missing(test: &str, restore: &str) -> String {
-    format!("✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。把它恢复回来：\n    {restore}")
+    format!(
+        "✗ 聚焦测试 {test} 不在练习目录里，没有可运行的测试。在课程仓库根目录运行这条命令把它恢复回来：\n    {restore}"
+    )
 }
 
 pub fn focused_test_missing_no_history(test: &str, chapter: &str) -> String {

@@ -28,10 +28,20 @@ pub fn practice_added_step_test(test_file: &str) -> String {
     format!("另有步骤的测试文件 {test_file}")
 }
 
-/// A further file the lab takes from the target (`labFiles`): an example,
-/// a build file with the chapter's new dependency.
+/// A further file the lab takes from the target (`labFiles`).
 pub fn practice_added_lab_file(target: &str, file: &str) -> String {
     format!("另有终点 {target} 的文件 {file}")
+}
+
+/// A teaching file the starter begins; `to_write` when it holds `todo!`s.
+pub fn practice_added_starter(file: &str, to_write: bool) -> String {
+    if to_write {
+        format!(
+            "起始文件：{file} 已经开好头（公开的类型和签名；要你写的部分是 todo!(\"Lab N.M … 尚未实现\")）"
+        )
+    } else {
+        format!("起始文件：{file} 已经写好（本章的新模块已经声明）")
+    }
 }
 
 pub fn practice_submodule(path: &str) -> String {
@@ -43,8 +53,7 @@ pub fn practice_excluded(pattern: &str, added: bool, file: &str) -> String {
     format!("{pattern} {how} {file}，git 不会把这个文件夹当作要提交的文件")
 }
 
-/// Where the lab's tools run: the course repository, and this lab's path
-/// from there; both already shell-quoted.
+/// Where the lab's tools run (the repository, the lab from it), shell-quoted.
 pub struct LabPointer<'a> {
     pub root: &'a str,
     pub lab_from_root: &'a str,

@@ -91,6 +91,17 @@ pub fn manifest_malformed(path: &str, line: usize, column: usize, detail: &str) 
     )
 }
 
+/// A file of the chapter's starter folder that is no teaching file.
+pub fn starter_not_teaching(path: &str, id: ChapterId) -> String {
+    pick(
+        format!("课程仓库的 {path} 不是第 {id} 章要你写的文件，起始文件里不该有它：请告诉课程作者"),
+        format!(
+            "{path} is not one of chapter {id}'s teachingFiles: a starter holds teaching files \
+             only, at their paths in the lab"
+        ),
+    )
+}
+
 /// A manifest that parses but is wrong; `problems` are in English (authors only).
 pub fn manifest_problems(path: &str, problems: &[String]) -> String {
     pick(
@@ -132,6 +143,22 @@ pub fn target_lacks_files(id: ChapterId, files: &[String], target: &str) -> Stri
     )
 }
 
+/// Chapter `id`'s target layer changes no teaching file (`chapter::idle_layer`).
+pub fn idle_layer(id: ChapterId, short: &str, subject: &str) -> String {
+    pick(
+        format!(
+            "第 {id} 章的终点提交 {short}（{subject}）没有改动本章的任何教学文件：它多半不是真正的章节提交，\
+             只是主题碰巧以 course({id}): 开头，所以练习的起点里可能已经有答案。请告诉课程作者"
+        ),
+        format!(
+            "chapter {id}'s target {short} ({subject}) changes none of the chapter's teaching files: \
+             a commit whose subject starts with `course({id}):` by accident? Such subjects are \
+             reserved for checkpoint commits: cut the chapter again (`cargo xtask recut {id}`) so \
+             that the newest `course({id}):` commit is a real cut"
+        ),
+    )
+}
+
 /// DIR of `practice` is not empty (`destination.rs`, as the refusals below).
 pub fn dir_not_empty(dir: &str) -> String {
     format!(
@@ -157,8 +184,7 @@ pub fn dir_is_repository(dir: &str) -> String {
     format!("{dir} 是课程仓库本身（或包含它）：换一个新文件夹（例如 `lab`）；什么都没有改动")
 }
 
-/// The base tree puts a symlink on the way to a file the lab adds. `lab.rs`
-/// raises it (for `practice` and `verify`).
+/// The base tree puts a symlink on the way to a file the lab adds (`lab.rs`).
 pub fn lab_tree_symlink(base: &str, at: &str, file: &str) -> String {
     pick(
         format!(
@@ -203,6 +229,16 @@ pub fn child_environment_failure(command: &str, dir: &str, why: &str) -> String 
             "在 {dir} 里运行 `{command}` 失败，原因在这台机器上，不在你的代码里：{why}；腾出空间或改好权限后再试"
         ),
         format!("`{command}` in {dir} failed because of the machine, not the input: {why}"),
+    )
+}
+
+/// The line that stands for the `bytes` of a child's output left out.
+pub fn output_left_out(bytes: u64) -> String {
+    pick(
+        format!("[…… 输出太长，xtask 在这里略去了 {bytes} 字节（测试结果行照样保留在下面）……]"),
+        format!(
+            "[... {bytes} bytes of output left out here by xtask (test result lines kept below) ...]"
+        ),
     )
 }
 

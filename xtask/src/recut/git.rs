@@ -1,8 +1,5 @@
-//! The git binary recut builds on: `git` on PATH, 2.38 or newer
-//! (`merge-tree --write-tree`). Every call runs in the work tree's root
-//! with its output captured: a failure becomes one error naming the command
-//! and git's own words, exit 3 when the machine failed it (disk,
-//! permissions) as for every other command.
+//! The git binary recut builds on (2.38 or newer, `merge-tree --write-tree`):
+//! a failed call becomes one error naming the command and git's words.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,18 +13,19 @@ use crate::signals;
 use crate::worlds;
 
 /// What git writes when the machine, not the input, failed it.
-const ENVIRONMENT: [&str; 7] = [
+const ENVIRONMENT: [&str; 9] = [
     "unable to write",
     "No space left on device",
     "Permission denied",
+    "Operation not permitted",
+    "insufficient permission",
     "Read-only file system",
     "Disk quota exceeded",
     "File too large",
     "Too many open files",
 ];
 
-/// The git binary, run in `root`, on the repository's index or on another
-/// index file.
+/// The git binary, run in `root`, on the repository's index or another.
 pub struct Git {
     root: PathBuf,
     index: Option<PathBuf>,
@@ -60,8 +58,7 @@ impl Git {
         }
     }
 
-    /// Runs `git ARGS`: its standard output, trimmed. Its warnings (e.g.
-    /// `git add` meeting a nested repository) are passed on.
+    /// Runs `git ARGS`: its stdout, trimmed; its warnings are passed on.
     pub fn run(&self, args: &[impl AsRef<str>]) -> Result<String> {
         let done = self.call(args, "")?;
         if !done.status.success() {
@@ -74,8 +71,7 @@ impl Git {
         Ok(String::from_utf8_lossy(&done.stdout).trim_end().to_string())
     }
 
-    /// Runs `git ARGS`, with `input` on its standard input, for the object
-    /// id it prints.
+    /// Runs `git ARGS` with `input` on stdin, for the object id it prints.
     pub fn oid(&self, args: &[&str], input: &str) -> Result<Oid> {
         let done = self.call(args, input)?;
         let stdout = String::from_utf8_lossy(&done.stdout);
@@ -111,9 +107,8 @@ impl Git {
     }
 }
 
-/// The error for `git ARGS` that ended as `done` did: git's message on one
-/// line; exit 3 when the machine failed it, 128 + n when signal n (which
-/// git got too) stopped recut, 2 otherwise.
+/// The error for `git ARGS` that ended as `done` did, git's message on one
+/// line, with the exit code the failure calls for.
 pub fn failure(args: &[impl AsRef<str>], done: &Output) -> Error {
     if let Some(signal) = signals::received() {
         return Error::interrupted(signal);
@@ -154,8 +149,7 @@ fn shown(args: &[impl AsRef<str>]) -> String {
     format!("git {}", args.join(" "))
 }
 
-/// (major, minor) of `git --version`'s answer, e.g. `git version 2.39.2
-/// (Apple Git-143)`.
+/// (major, minor) of `git --version`'s answer.
 fn parse_version(answer: &str) -> Option<(u32, u32)> {
     let number = answer.strip_prefix("git version ")?;
     let mut parts = number.split(|c: char| !c.is_ascii_digit());

@@ -1,8 +1,5 @@
-//! `recut NN`: re-cuts chapter NN from the work tree's learner world and
-//! replays every later chapter on top, on git's plumbing ([`git`]). What it
-//! appends, how it moves the branch, the index and the work tree, and what
-//! each failure leaves (one line, [`report`]) is checkpoints/AUTHORING.md's
-//! "Re-cutting a chapter".
+//! `recut NN`: re-cuts chapter NN from the work tree and replays every later
+//! chapter on git's plumbing ([`git`]); see AUTHORING.md, "Re-cutting a chapter".
 
 mod git;
 mod plan;
@@ -35,8 +32,7 @@ struct Appended {
 }
 
 impl cli::Recut {
-    /// Runs the command: appends the re-cut commits, moves the branch, then
-    /// the index and the work tree, then verifies.
+    /// Runs the command: appends the commits, moves branch, index and work tree, verifies.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         // From here on a signal is recorded, not fatal: recut stops at the
         // next step before the commit point, or finishes after it.
@@ -62,8 +58,7 @@ impl cli::Recut {
         Ok(())
     }
 
-    /// Everything up to and including the move of the branch, the index
-    /// and the work tree. Every error says where they are.
+    /// Everything up to the move of the branch, index and work tree.
     fn cut(&self, repo: &CourseRepo) -> Result<Appended> {
         let copy = tempfile::tempdir().map_err(error::io("cannot create a temporary folder"))?;
         let index = copy.path().join("index");
@@ -81,8 +76,7 @@ impl cli::Recut {
         Ok(appended)
     }
 
-    /// Reads the work tree into `index` (a copy of the repository's) and
-    /// writes the new commits as objects: nothing else changes.
+    /// Reads the work tree into `index` and writes the new commits as objects.
     fn prepare(&self, repo: &CourseRepo, index: &Path) -> Result<(Git, Appended)> {
         let git = Git::find(&repo.root)?;
         let (branch, old) = branch(&repo.git)?;
@@ -151,14 +145,9 @@ impl cli::Recut {
         Ok((git, appended))
     }
 
-    /// Moves the branch from its head to the last commit NEW, the index and
-    /// the work tree from the `course(NN):` one CUT (the work tree's learner
-    /// world) to NEW: git's up-to-date checks on the copy `index`
-    /// (`read-tree -n -u -m CUT NEW`), the learner files staged, the branch
-    /// moved by compare-and-swap (`update-ref NEW OLD`, the commit point),
-    /// then `read-tree -u -m CUT NEW`, which refuses, as git does, to
-    /// overwrite a change it has not seen. CUT and NEW agree on the
-    /// tooling, so uncommitted tooling edits stay where they are.
+    /// Moves the branch to NEW (`update-ref NEW OLD`, the commit point) and
+    /// the index and work tree from CUT to NEW with `read-tree -u -m`, after
+    /// git's up-to-date checks on the copy `index`.
     fn apply(&self, git: &Git, index: &Path, appended: &Appended) -> Result<()> {
         let (name, id, commits) = (&appended.branch, self.id, &appended.commits);
         let ends = [appended.old, commits[1], commits[commits.len() - 1]];
@@ -209,9 +198,8 @@ impl cli::Recut {
     }
 }
 
-/// The branch to append to, refusing every state where moving it is wrong:
-/// an unfinished operation, unresolved conflicts, a detached HEAD, an
-/// unborn branch. Its full name and its head.
+/// The branch to append to, its full name and head; refuses an unfinished
+/// operation, conflicts, a detached HEAD or an unborn branch.
 fn branch(git: &Repository) -> Result<(String, Oid)> {
     let state = git.state();
     if state != RepositoryState::Clean {

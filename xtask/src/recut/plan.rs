@@ -1,7 +1,5 @@
-//! Which commits a re-cut appends, worked out as tree objects before
-//! anything moves: the restore commit, the `course(NN):` commit and one
-//! replayed commit per later chapter (see the [module](super) docs). The
-//! replays are git's own three-way merge (`git merge-tree --write-tree`).
+//! The commits a re-cut appends, as tree objects before anything moves; the
+//! replays are `git merge-tree --write-tree`.
 
 use git2::{Commit, ObjectType, Oid, Repository, Tree, TreeEntry};
 
@@ -33,9 +31,8 @@ pub struct Planner<'a, 'r> {
 }
 
 impl Planner<'_, '_> {
-    /// The restore commit, the `course(NN):` commit and the replayed later
-    /// chapters. Refuses a re-cut that would change no checkpoint, and one
-    /// that would leave a chapter's layer empty (never an honest checkpoint).
+    /// The restore commit, the `course(NN):` commit and the replays; refuses
+    /// a re-cut that changes nothing or leaves a layer empty.
     pub fn plan(&mut self, chapters: &[ChapterFolder], position: usize) -> Result<Vec<Cut>> {
         let chapter = &chapters[position];
         let id = chapter.id;
@@ -141,9 +138,7 @@ impl Planner<'_, '_> {
         Ok(cuts)
     }
 
-    /// Chapter `id`'s starting point and where it comes from: the end state
-    /// of the nearest earlier chapter, or for the first chapter its previous
-    /// starting point with the top-level files of the work tree.
+    /// Chapter `id`'s starting point and where it comes from.
     fn starting_point(
         &self,
         earlier: &[ChapterFolder],
@@ -188,9 +183,7 @@ impl Planner<'_, '_> {
         ))
     }
 
-    /// Replays chapter `later`'s old layer onto `ours` by git's three-way
-    /// merge of learner worlds; a conflict ends the re-cut before anything
-    /// moved.
+    /// Replays chapter `later`'s old layer onto `ours` (three-way merge).
     fn replay(
         &self,
         recut: ChapterId,
@@ -245,9 +238,7 @@ impl Planner<'_, '_> {
     }
 }
 
-/// A new tree of `entries` (top-level entries of trees: the worlds are told
-/// apart by top-level names, [`worlds::is_tooling`], so a folder is taken
-/// whole).
+/// A new tree of top-level `entries`.
 fn tree_of_entries<'t>(
     repo: &Repository,
     entries: impl IntoIterator<Item = TreeEntry<'t>>,
@@ -276,7 +267,6 @@ pub fn compose(repo: &Repository, learner: Oid, tooling: &Tree<'_>) -> Result<Oi
     tree_of_entries(repo, find_tree(repo, learner)?.iter().chain(tooling))
 }
 
-/// The tree `tree`.
 pub fn find_tree(repo: &Repository, tree: Oid) -> Result<Tree<'_>> {
     repo.find_tree(tree)
         .map_err(error::git(format!("cannot read tree {tree}")))

@@ -1,7 +1,5 @@
-//! What a re-cut tells the author, and the final `verify`. Every way a
-//! re-cut ends says in one line where the branch, the index and the work
-//! tree are. A closed or full stdout loses the rest of the report, never
-//! the verdict: `verify` still runs and decides the exit status.
+//! What a re-cut tells the author, in one line for every way it ends, and
+//! the final `verify`, which decides the exit status.
 
 use git2::{Commit, Repository, Tree};
 
@@ -23,8 +21,7 @@ pub const STAGED: &str = "the branch and the work tree are as they were, and the
                           the work tree's learner files (staged, as `git add -A` would); \
                           nothing is lost";
 
-/// `error`, saying that nothing changed unless it already says so: for
-/// every error before the index is touched.
+/// `error`, saying that nothing changed unless it already says so.
 pub fn unchanged(error: Error) -> Error {
     let message = error.to_string();
     if message.contains(AS_THEY_WERE) || message.to_lowercase().contains("nothing was changed") {
@@ -34,9 +31,8 @@ pub fn unchanged(error: Error) -> Error {
     }
 }
 
-/// Passes `error` on, unless a signal caused it: then prints it (it says
-/// where everything is) and exits now with 128 + the signal, as the signal
-/// section would (this way the line is the last word).
+/// Passes `error` on, unless a signal caused it: then prints it and exits
+/// with 128 + the signal, so its line is the last word.
 pub fn ended(error: Error) -> Error {
     if error.exit_code() <= 128 {
         return error;
@@ -94,9 +90,8 @@ pub fn verify(repo: &CourseRepo) -> Result<()> {
     })
 }
 
-/// The git command that brings the work tree's learner world to `tree`
-/// (of commit `short`): its top-level learner entries, restored without
-/// overlay, so files it lacks are removed.
+/// The git command that restores the work tree's learner world to `tree`
+/// (of commit `short`), removing the files it lacks.
 pub fn restore_command(short: &str, tree: &Tree<'_>) -> String {
     let paths: Vec<String> = tree
         .iter()

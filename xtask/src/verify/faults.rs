@@ -1,7 +1,6 @@
-//! **faults** — each declared fault, applied to a private copy of the
-//! target, makes its `failingTest` fail in the run that holds it: the
-//! chapter's run, or the own run of the step the fault names. The fault is
-//! written into the copy only, never through a symlink of the target tree.
+//! **faults**: each declared fault, written into one private copy of the
+//! target (never through a symlink) and taken out again, makes its
+//! `failingTest` fail in the run that holds it.
 
 use std::path::Path;
 
@@ -14,9 +13,10 @@ use crate::safe_fs;
 
 /// Every fault is caught; the problems of all of them are reported at once.
 pub(super) fn faults(work: &Work, chapter: &Chapter) -> Result<String> {
+    let dir = work.target(chapter, "faults")?;
     let mut problems = Vec::new();
-    for (index, fault) in chapter.manifest.faults.iter().enumerate() {
-        problems.extend(caught(work, chapter, index, fault)?);
+    for fault in &chapter.manifest.faults {
+        problems.extend(caught(work, chapter, &dir, fault)?);
     }
     if problems.is_empty() {
         Ok(format!("{} fault(s) caught", chapter.manifest.faults.len()))
@@ -25,19 +25,18 @@ pub(super) fn faults(work: &Work, chapter: &Chapter) -> Result<String> {
     }
 }
 
-/// Applies fault number `index` to a fresh copy of the target and runs its
-/// run: `None` when its test caught it, else what went wrong.
-fn caught(work: &Work, chapter: &Chapter, index: usize, fault: &Fault) -> Result<Option<String>> {
-    let dir = work.target(chapter, &format!("fault-{index}"))?;
+/// Applies `fault` to the copy in `dir`, runs its run and takes it out:
+/// `None` when its test caught it, else what went wrong.
+fn caught(work: &Work, chapter: &Chapter, dir: &Path, fault: &Fault) -> Result<Option<String>> {
     let file = Path::new(fault.file.as_str());
     let id = &fault.id;
     let refused = |refusal| Error::from(refusal).context(format!("fault `{id}` in the target"));
-    let original = safe_fs::read_inside(&dir, file)
+    let bytes = safe_fs::read_inside(dir, file)
         .map_err(refused)?
         .ok_or_else(|| {
             Error::check_failed(format!("fault {id}: {} is not in the target", fault.file))
         })?;
-    let original = String::from_utf8_lossy(&original);
+    let original = String::from_utf8_lossy(&bytes);
     let found = original.matches(fault.find.as_str()).count();
     if found != 1 {
         return Ok(Some(format!(
@@ -46,10 +45,12 @@ fn caught(work: &Work, chapter: &Chapter, index: usize, fault: &Fault) -> Result
         )));
     }
     let faulty = original.replacen(&fault.find, &fault.replace, 1);
-    safe_fs::write_inside(&dir, file, faulty.as_bytes(), 0o644).map_err(refused)?;
+    safe_fs::write_inside(dir, file, faulty.as_bytes(), 0o644).map_err(refused)?;
     progress(chapter.id(), &format!("faults: `{id}` in {}", fault.file));
     let run = fault.run(&chapter.manifest);
-    let report = libtest::parse(&work.run(chapter, "faults", &dir, run)?.output);
+    let ran = work.run(chapter, "faults", dir, run);
+    safe_fs::write_inside(dir, file, &bytes, 0o644).map_err(refused)?;
+    let report = libtest::parse(&ran?.output);
     if !report.compiled {
         return Ok(Some(format!(
             "fault `{id}` does not compile: make it a behaviour change"

@@ -1,14 +1,14 @@
-//! **parent**, **red**, **green** and **steps**: the proofs that run a lab's
-//! tests, each in a folder of its own (README, "verify's proofs"). A run in
-//! which no lab test ran (all ignored, a filter that matches nothing, a
-//! renamed test) proves nothing: it fails, whatever the manifest's counts
-//! say or omit.
+//! **parent**, **red**, **green** and **steps** (README, "verify's proofs"):
+//! a run in which no lab test ran proves nothing and fails.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
 use super::Chapter;
 use super::work::{Work, tail};
+use crate::chapter::{self, Handout};
+use crate::checkpoint::{self, Role};
 use crate::error::{self, Error, Result};
 use crate::libtest::{self, Report};
 use crate::manifest::{self, Manifest, Mode, Step};
@@ -18,7 +18,7 @@ fn suite() -> Vec<String> {
     ["cargo", "test", "--workspace"].map(String::from).to_vec()
 }
 
-/// The lab without any lab test is a working workspace.
+/// The lab without any lab test or starter is a working workspace.
 pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
     let is_build_file = |file: &&manifest::RepoPath| {
         let name = Path::new(file.as_str()).file_name();
@@ -32,7 +32,13 @@ pub(super) fn parent(work: &Work, chapter: &Chapter) -> Result<String> {
             .collect(),
         ..chapter.manifest.clone()
     };
-    let dir = work.lab(chapter, "parent", &manifest)?;
+    // The starting point itself: a starter may need the learner's changes
+    // to files it leaves out (chapter 05's `types.rs`) to build.
+    let handout = Handout {
+        starter: Vec::new(),
+        ..chapter.handout.clone()
+    };
+    let dir = work.lab(chapter, "parent", &manifest, &handout)?;
     let tests = chapter.manifest.lab_tests();
     for test in &tests {
         let path = test.under(&dir);
@@ -55,7 +61,7 @@ pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
         mode: Mode::Rebuild,
         ..manifest.clone()
     };
-    let dir = work.lab(chapter, "red", &rebuild)?;
+    let dir = work.lab(chapter, "red", &rebuild, &chapter.handout)?;
     let runs = manifest.runs();
     for (index, run) in runs.iter().enumerate() {
         let captured = work.run(chapter, "red", &dir, run)?;
@@ -91,10 +97,18 @@ pub(super) fn red(work: &Work, chapter: &Chapter) -> Result<String> {
     ))
 }
 
-/// The target passes every run with its counts, and its whole suite.
+/// The target (with the lab's tutor file) passes every run with its counts
+/// and its whole suite, and a lab keeps no parent file the layer changes.
 pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
     let dir = work.target(chapter, "green")?;
+    // A lab's root holds the tutor file, and the answer must pass there too
+    // (an example that reads the folder it runs in finds it).
+    if let Some(tutor) = &chapter.handout.tutor {
+        let file = Path::new(chapter::TUTOR_FILE);
+        crate::safe_fs::write_inside(&dir, file, tutor.as_bytes(), 0o644)
+            .map_err(|refusal| Error::from(refusal).context("the tutor file in the target"))?;
+    }
     let mut shown = Vec::new();
     for (index, run) in manifest.runs().into_iter().enumerate() {
         let report = work.passing(chapter, "green", &dir, run)?;
@@ -111,6 +125,22 @@ pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
         shown.push(format!("{passed} in {what}"));
     }
     let suite = work.passing(chapter, "green", &dir, &suite())?;
+    // A lab keeps the parent's version of a file the layer changes but does
+    // not hand out, and check runs the lab's whole suite: the answer there
+    // must be the target's suite, less the files the layer adds.
+    let files = checkpoint::changed_files(work.repo, manifest, &chapter.checkpoint, &[])?;
+    let kept = (files.iter())
+        .filter(|file| file.role == Role::Repository && file.status != 'A')
+        .map(|file| format!("`{}`", file.path))
+        .collect::<Vec<_>>();
+    if manifest.mode == Mode::Rebuild && !kept.is_empty() {
+        return Err(Error::check_failed(format!(
+            "the layer changes {}, which a lab keeps as the parent has it: check runs the lab's \
+             whole suite, so the answer would fail or pass there on an old file; list it in \
+             `labFiles` or leave it unchanged",
+            kept.join(", ")
+        )));
+    }
     Ok(format!(
         "{} and {} test(s) in all pass at {}",
         shown.join(", "),
@@ -119,8 +149,7 @@ pub(super) fn green(work: &Work, chapter: &Chapter) -> Result<String> {
     ))
 }
 
-/// Each step's filter passes exactly its count, in a target folder of the
-/// steps' own.
+/// Each step's filter passes exactly its count.
 pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
     let manifest = &chapter.manifest;
     if manifest.steps.is_empty() {
@@ -128,31 +157,47 @@ pub(super) fn steps(work: &Work, chapter: &Chapter) -> Result<String> {
     }
     let dir = work.target(chapter, "steps")?;
     let mut shown = Vec::new();
-    for step in &manifest.steps {
-        let mut command = step.run(manifest).to_vec();
-        let label = match step.filter.as_str() {
-            "" => "(all)".into(),
-            filter => {
-                command.push(filter.to_string());
-                manifest::shown(filter)
-            }
-        };
-        let what = format!("step {} ({label})", manifest::shown(&step.id));
-        let report = work
-            .passing(chapter, "steps", &dir, &command)
-            .map_err(|error| error.context(&what))?;
-        let passed = counted(&report, Some(step.expected_tests), &what)?;
-        let expected = step.expected_tests;
-        shown.push(format!(
-            "{} {label} {passed}/{expected}",
-            manifest::shown(&step.id)
-        ));
+    for group in manifest.step_groups() {
+        // The distinct tests the step's entries select, by run: `check`
+        // counts them as one row of `expected_tests`.
+        let mut selected = BTreeSet::new();
+        for step in &group.entries {
+            let mut command = step.run(manifest).to_vec();
+            let label = match step.filter.as_str() {
+                "" => "(all)".into(),
+                filter => {
+                    command.push(filter.to_string());
+                    manifest::shown(filter)
+                }
+            };
+            let what = format!("step {} ({label})", manifest::shown(&step.id));
+            let report = work
+                .passing(chapter, "steps", &dir, &command)
+                .map_err(|error| error.context(&what))?;
+            let passed = counted(&report, Some(step.expected_tests), &what)?;
+            let expected = step.expected_tests;
+            shown.push(format!(
+                "{} {label} {passed}/{expected}",
+                manifest::shown(&step.id)
+            ));
+            let run = step.run(manifest);
+            selected.extend(report.passed.into_iter().map(|name| (run, name)));
+        }
+        let expected = group.expected_tests(manifest);
+        if selected.len() != expected {
+            return Err(Error::check_failed(format!(
+                "step {} selects {} distinct test(s), but check counts {expected} for its row \
+                 (an entry with an empty filter counts its run's tests, other entries add \
+                 theirs): make its entries select distinct tests",
+                manifest::shown(group.id),
+                selected.len()
+            )));
+        }
     }
     Ok(shown.join(", "))
 }
 
-/// How many tests passed in a run that must have run its tests: at least
-/// one passed, none was ignored, and exactly `expected` when given.
+/// How many tests passed: at least one, none ignored, `expected` when given.
 fn counted(report: &Report, expected: Option<usize>, what: &str) -> Result<usize> {
     let passed = report.passed.len();
     if !report.ignored.is_empty() {

@@ -1,14 +1,8 @@
-//! **leak** (README, "verify's proofs"): a practice folder, written as
-//! `practice` writes it, holds the learner's world of its base commit, the
-//! files handed out from the target and the handout, and no answer: no
-//! public name the layer adds to the teaching files outside the files from
-//! the target and the guide, no teaching file's target content (whitespace
-//! aside) under any name. In `observe` mode the practice folder is the
-//! target on purpose: its teaching files may hold the answer.
-//!
-//! Public names are read line by line on purpose: a teaching file is plain
-//! Rust, and a name the reader misses only makes the proof weaker, never
-//! wrong.
+//! **leak** (README, "verify's proofs"): a practice folder holds the base's
+//! learner world, the files from the target and the handout, and no answer:
+//! no public name the layer adds outside those files, no teaching file's
+//! target content under another name (`observe` mode is exempt). Names are
+//! read line by line: a miss only weakens the proof.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -22,7 +16,7 @@ use super::Chapter;
 use super::work::{Work, progress};
 use crate::chapter;
 use crate::error::{self, Error, Result};
-use crate::manifest::Mode;
+use crate::manifest::{Mode, RepoPath};
 use crate::repo::CourseRepo;
 use crate::tree;
 use crate::worlds;
@@ -30,7 +24,7 @@ use crate::worlds;
 /// A practice folder holds nothing it should not.
 pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
     progress(chapter.id(), "leak: writing a practice folder");
-    let dir = work.lab(chapter, "leak", &chapter.manifest)?;
+    let dir = work.lab(chapter, "leak", &chapter.manifest, &chapter.handout)?;
     let files = practice_files(&dir)?;
     let mut problems = differences(work.repo, chapter, &files)?;
     let names = added_names(work.repo, chapter)?;
@@ -48,7 +42,6 @@ pub(super) fn leak(work: &Work, chapter: &Chapter) -> Result<String> {
 
 /// One file (or symlink) of the practice folder.
 struct PracticeFile {
-    /// The path below the practice folder.
     relative: PathBuf,
     /// The blob id and git mode it would have.
     blob: (Oid, i32),
@@ -89,9 +82,8 @@ fn practice_files(dir: &Path) -> Result<Vec<PracticeFile>> {
     Ok(files)
 }
 
-/// What is wrong with the practice folder's files: each must be the base
-/// tree's (no tooling, no `.git`), the target's (the files from the target)
-/// or the handout, and none may be missing.
+/// Each practice file must be the base tree's learner world, the target's
+/// or the handout's, and none may be missing.
 fn differences(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -108,6 +100,12 @@ fn differences(
         if let Some(blob) = target.get(&path) {
             expected.insert(path, *blob);
         }
+    }
+    for (file, content) in starter(chapter) {
+        let oid = Oid::hash_object(ObjectType::Blob, content)
+            .map_err(error::git("cannot hash a starter file"))?;
+        let mode = tree::MODE_FILE;
+        expected.insert(PathBuf::from(file.as_str()), tree::Blob { oid, mode });
     }
     // The handout is what `practice` writes from the chapter folder.
     let handout = [chapter::GUIDE_FILE, chapter::TUTOR_FILE].map(PathBuf::from);
@@ -131,20 +129,31 @@ fn differences(
     Ok(problems)
 }
 
-/// The files a practice folder may hand out the answer in: the files from
-/// the target and the guide, and in `observe` mode the teaching files.
+/// The starter files a lab of `chapter` gets: none when observing.
+fn starter(chapter: &Chapter) -> &[(RepoPath, Vec<u8>)] {
+    match chapter.manifest.mode {
+        Mode::Rebuild => &chapter.handout.starter,
+        Mode::Observe => &[],
+    }
+}
+
+/// The files that may hold the answer's names: the files from the target,
+/// the starter, the handout, and in `observe` mode the teaching files.
 fn exempt(chapter: &Chapter) -> Vec<PathBuf> {
     let manifest = &chapter.manifest;
     let mut exempt = manifest.target_files();
+    exempt.extend(starter(chapter).iter().map(|(file, _)| file));
     if manifest.mode == Mode::Observe {
         exempt.extend(&manifest.teaching_files);
     }
     let exempt = exempt.into_iter().map(|file| PathBuf::from(file.as_str()));
-    exempt.chain([PathBuf::from(chapter::GUIDE_FILE)]).collect()
+    // The tutor file is one text for every chapter, written before any of
+    // them: a chapter's name in it ("a Pi agent") gives no answer away.
+    let handout = [chapter::GUIDE_FILE, chapter::TUTOR_FILE].map(PathBuf::from);
+    exempt.chain(handout).collect()
 }
 
-/// The public names the layer adds to its teaching files, with the file
-/// that adds each.
+/// The public names the layer adds to its teaching files, and where.
 fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, String>> {
     let parent = repo.tree_of(chapter.checkpoint.parent.oid)?;
     let target = repo.tree_of(chapter.checkpoint.target.oid)?;
@@ -165,10 +174,8 @@ fn added_names(repo: &CourseRepo, chapter: &Chapter) -> Result<BTreeMap<String, 
     Ok(added)
 }
 
-/// Every file of the practice folder but the exempt ones that mentions one
-/// of `names` as a whole word where the parent's version of that file does
-/// not (a word the starting point already had, like a module `tool` before
-/// chapter 06 adds `Tool`s, gives nothing away).
+/// Every non-exempt practice file that mentions one of `names` as a word
+/// where the parent's version of that file does not.
 fn name_leaks(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -197,8 +204,7 @@ fn name_leaks(
     Ok(problems)
 }
 
-/// Every file of the practice folder but the exempt ones whose content,
-/// whitespace aside, is a teaching file's content at the target.
+/// Every non-exempt practice file holding a target teaching file, whitespace aside.
 fn answer_copies(
     repo: &CourseRepo,
     chapter: &Chapter,
@@ -240,9 +246,7 @@ fn answer_copies(
     Ok(problems)
 }
 
-/// `bytes` without ASCII whitespace: a copy re-indented or with other line
-/// endings is still the same answer.
-fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
+pub(super) fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
     bytes
         .iter()
         .copied()
@@ -255,20 +259,15 @@ const ITEM_KINDS: [&str; 9] = [
     "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
 ];
 
-/// The keywords that may stand between the visibility and the name besides
-/// the item kinds (`pub const unsafe fn`, `pub extern "C" fn`, `pub static
-/// mut`); none can be a name.
+/// Keywords that may stand between the visibility and the name.
 const QUALIFIERS: [&str; 4] = ["async", "unsafe", "extern", "mut"];
 
-/// Top-level public item names of a Rust source (`pub fn name`, `pub struct
-/// Name`, …, whatever the visibility's scope and qualifiers), in order.
+/// The top-level public item names of a Rust source, in order.
 pub fn public_names(source: &str) -> Vec<String> {
     source.lines().filter_map(public_name).collect()
 }
 
-/// The name a top-level `pub` item declared on `line` gives, if any: the
-/// first word after the visibility that is no item kind, qualifier or ABI
-/// string, when an item kind came before it.
+/// The name a top-level `pub` item on `line` declares, if any.
 fn public_name(line: &str) -> Option<String> {
     let rest = line.strip_prefix("pub")?;
     let rest = match rest.trim_start().strip_prefix('(') {

@@ -1,15 +1,12 @@
 //! `verify [NN…]`: proves every checkpoint honest (README, "The main job and
-//! the tests"), each proof in a folder of its own written fresh from git
-//! objects under `target/xtask-verify/` ([`work`]): **parent**, **red**,
-//! **green** and **steps** run a lab's tests ([`labs`]), **faults** applies
-//! each declared bug to a private copy of the target ([`faults`]), **leak**
-//! checks what a practice folder holds ([`leak`]). No proof depends on
-//! another's leftovers.
+//! the tests"), each proof in a fresh folder ([`work`]): [`labs`], [`faults`],
+//! [`leak`], [`starter`]. No proof depends on another's leftovers.
 
 mod faults;
 mod labs;
 mod leak;
 mod report;
+mod starter;
 mod work;
 
 use std::time::{Duration, Instant};
@@ -28,14 +25,21 @@ use report::{ChapterReport, ProofResult};
 type Prove = fn(&work::Work, &Chapter) -> Result<String>;
 
 /// Every proof, in the order they run and are shown, by its name in the table.
-const PROOFS: [(&str, Prove); 6] = [
+const PROOFS: [(&str, Prove); 7] = [
     ("parent", labs::parent),
     ("red", labs::red),
     ("green", labs::green),
     ("steps", labs::steps),
+    ("starter", starter::starter),
     ("faults", faults::faults),
     ("leak", leak::leak),
 ];
+
+/// Why proof `name` does not apply to `chapter`, when it does not.
+fn not_applicable(name: &str, chapter: &Chapter) -> Option<&'static str> {
+    let no_starter = name == "starter" && chapter.handout.starter.is_empty();
+    no_starter.then_some("no starter folder: nothing to prove")
+}
 
 /// What to verify, and how long one run may take.
 #[derive(Debug, Clone)]
@@ -46,10 +50,8 @@ pub struct Options {
     pub timeout: Duration,
 }
 
-/// Proves the chapters `options` names. An `Err` is input that cannot be
-/// proven (exit 2: an unknown chapter, a malformed manifest, a work folder
-/// that is a symlink or a FIFO), the machine failing (exit 3) or a signal;
-/// a failed proof is in the [`Report`], whose [`Report::show`] gives the verdict.
+/// Proves the chapters `options` names: `Err` when they cannot be proven
+/// (exit 2, 3 or a signal), a failed proof in the [`Report`].
 pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
     let chapters = chapters(repo, &options.ids)?;
     let ids: Vec<ChapterId> = chapters.iter().map(Chapter::id).collect();
@@ -61,6 +63,19 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
     for chapter in &chapters {
         let mut proofs = Vec::new();
         for (name, prove) in PROOFS {
+            if let Some(why) = not_applicable(name, chapter) {
+                work::progress(chapter.id(), &format!("{name}: skipped, {why}"));
+                let (passed, skipped, seconds, detail) = (true, true, 0.0, why.to_string());
+                let proof = name;
+                proofs.push(ProofResult {
+                    proof,
+                    passed,
+                    skipped,
+                    seconds,
+                    detail,
+                });
+                continue;
+            }
             let started = Instant::now();
             let outcome = prove(&work, chapter);
             let seconds = started.elapsed().as_secs_f64();
@@ -78,6 +93,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
             proofs.push(ProofResult {
                 proof: name,
                 passed,
+                skipped: false,
                 seconds,
                 detail,
             });
@@ -91,8 +107,7 @@ pub fn run(repo: &CourseRepo, options: &Options) -> Result<Report> {
 }
 
 impl cli::Verify {
-    /// Runs the command: exit 2 when a chapter can't be read, 1 when any
-    /// proof fails (whatever happened to the output).
+    /// Runs the command: exit 2 when a chapter can't be read, 1 when a proof fails.
     pub fn run(&self, repo: &CourseRepo) -> Result<()> {
         let options = Options {
             ids: self.ids.clone(),
@@ -102,8 +117,7 @@ impl cli::Verify {
     }
 }
 
-/// Every chapter to verify, read and located up front: a chapter that
-/// can't be read is bad input (exit 2), not a failed proof.
+/// Every chapter to verify, read and located up front (exit 2 when one can't be).
 fn chapters(repo: &CourseRepo, ids: &[ChapterId]) -> Result<Vec<Chapter>> {
     let checkpoints = repo.checkpoints_dir();
     let folders: Vec<ChapterFolder> = if ids.is_empty() {
@@ -136,8 +150,12 @@ impl Chapter {
     fn open(repo: &CourseRepo, folder: ChapterFolder) -> Result<Chapter> {
         let manifest = folder.load()?;
         let checkpoint = locate::locate(&repo.git, folder.id)?;
+        // A target that is no real cut can prove nothing: refused, not warned.
+        if let Some(idle) = chapter::idle_layer(repo, &manifest, &checkpoint)? {
+            return Err(Error::bad_input(idle));
+        }
         chapter::check_target(repo, &manifest, &checkpoint)?;
-        let handout = folder.handout()?;
+        let handout = folder.handout(&manifest)?;
         Ok(Chapter {
             manifest,
             checkpoint,

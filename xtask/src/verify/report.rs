@@ -14,12 +14,13 @@ use crate::out::{self, outln};
 pub struct ProofResult {
     pub proof: &'static str,
     pub passed: bool,
+    /// True when the proof does not apply (a chapter without a starter).
+    pub skipped: bool,
     pub seconds: f64,
     /// What was proven, or why it failed.
     pub detail: String,
 }
 
-/// One row of the table.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChapterReport {
     pub id: ChapterId,
@@ -34,9 +35,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// Prints the report (the table, or JSON) and returns the verdict:
-    /// `Err` (exit 1) when a proof failed, whether or not the output could be
-    /// written.
+    /// Prints the report and returns the verdict, written or not.
     pub fn show(&self, json: bool) -> Result<()> {
         if json {
             out::json(self);
@@ -69,8 +68,11 @@ impl Report {
         for chapter in &self.chapters {
             let mut row = format!("{:<8}", chapter.id.to_string());
             for proof in &chapter.proofs {
-                let mark = if proof.passed { "pass" } else { "FAIL" };
-                let cell = format!("{mark} {:>5.1}s", proof.seconds);
+                let cell = match (proof.skipped, proof.passed) {
+                    (true, _) => "–".to_string(),
+                    (false, true) => format!("pass {:>5.1}s", proof.seconds),
+                    (false, false) => format!("FAIL {:>5.1}s", proof.seconds),
+                };
                 row.push_str(&format!("{cell:<14}"));
             }
             outln!("{}", row.trim_end());

@@ -1,12 +1,7 @@
-//! The work folder `target/xtask-verify/` and what proofs do in it: fresh
-//! folders, labs as `practice` writes them, the target's tree, and running
-//! a command in one of them.
-//!
-//! One cargo target folder is shared by all runs so dependencies build once:
-//! every folder is written fresh right before its first build (newer than
-//! anything cargo has built) and never modified afterwards (a fault gets its
-//! own copy). Nothing on the way to a folder may be a symlink or anything
-//! but a folder (exit 2).
+//! The work folder `target/xtask-verify/`: fresh folders, labs, the target's
+//! tree and runs in them, sharing one cargo target folder. Every folder is
+//! written fresh before its first build and not modified after (but the
+//! faults' copy); nothing on the way may be a symlink (exit 2).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Chapter;
+use crate::chapter::Handout;
 use crate::error::{self, Error, Result};
 use crate::lab;
 use crate::libtest::{self, Report};
@@ -78,20 +74,17 @@ impl<'a> Work<'a> {
         Ok(dir)
     }
 
-    /// A lab as `practice` writes it for `manifest` (the chapter's, or a
-    /// proof's variant of it), with every file it takes from the target
-    /// ([`Manifest::target_files`]).
-    pub fn lab(&self, chapter: &Chapter, name: &str, manifest: &Manifest) -> Result<PathBuf> {
+    /// A lab as `practice` writes it for `manifest` with `handout`.
+    pub fn lab(
+        &self,
+        chapter: &Chapter,
+        name: &str,
+        manifest: &Manifest,
+        handout: &Handout,
+    ) -> Result<PathBuf> {
         let dir = self.fresh_folder(chapter, name)?;
         let checkpoint = &chapter.checkpoint;
-        lab::build(
-            self.repo,
-            manifest,
-            checkpoint,
-            &chapter.handout,
-            &dir,
-            None,
-        )?;
+        lab::build(self.repo, manifest, checkpoint, handout, &dir, None)?;
         Ok(dir)
     }
 
@@ -103,8 +96,7 @@ impl<'a> Work<'a> {
         Ok(dir)
     }
 
-    /// Runs `command` in `dir`, showing it first. A run past the timeout is
-    /// a failure.
+    /// Runs `command` in `dir`, showing it first; a timeout is a failure.
     pub fn run(
         &self,
         chapter: &Chapter,
@@ -114,7 +106,6 @@ impl<'a> Work<'a> {
     ) -> Result<Captured> {
         let invocation = Invocation {
             command,
-            extra: &[],
             dir,
             target_dir: &self.cargo_target,
             timeout: self.timeout,
@@ -158,10 +149,8 @@ impl<'a> Work<'a> {
     }
 }
 
-/// Takes the lock `lock` of the work folder `root`, held until the file is
-/// dropped: one verify per repository at a time. An OS lock (`flock`), so
-/// the OS releases it when its holder dies, even by SIGKILL, and a stale
-/// lock file never stops the next run. Never opened through a symlink.
+/// Takes the `flock` of the work folder `root` until the file is dropped:
+/// one verify per repository at a time, released even on SIGKILL.
 fn lock(root: &Path) -> Result<File> {
     let path = root.join("lock");
     let file = OpenOptions::new()
@@ -188,13 +177,11 @@ fn lock(root: &Path) -> Result<File> {
     }
 }
 
-/// One progress line on stderr, its control characters escaped (a failing
-/// test's message can hold colour codes).
+/// One progress line on stderr, its control characters escaped.
 pub(super) fn progress(id: ChapterId, message: &str) {
     noteln!("[{id}] {}", crate::out::escape_control_lines(message));
 }
 
-/// The last lines of a command's output.
 pub(super) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")

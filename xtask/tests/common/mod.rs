@@ -737,12 +737,35 @@ pub fn failed_proofs(proofs: &[(String, bool, String)]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// Runs a command a learner report printed for the repository root
+/// (`cargo xtask …`, shell-quoted) in `dir`, this test's xtask binary
+/// standing in for the alias.
+pub fn run_printed(dir: &Path, command: &str) -> Run {
+    let script = format!("cargo() {{ shift; \"$XTASK\" \"$@\"; }}\n{command}");
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir)
+        .env("XTASK", env!("CARGO_BIN_EXE_xtask"))
+        .env("CARGO_TERM_COLOR", "never")
+        .output()
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// Runs the `restore` command a `check` report printed, writes the answer
 /// into the lab of chapter 01 and requires `check` to call it complete: a
 /// report's restore line really restores.
 pub fn restore_then_complete(fixture: &Fixture, lab: &Path, restore: &str) {
-    let restored = Command::new("sh").args(["-c", restore]).status().unwrap();
-    assert!(restored.success(), "{restore}");
+    let restored = run_printed(fixture.root(), restore);
+    assert!(
+        restored.stderr.contains("已把"),
+        "{restore}: {}",
+        restored.stderr
+    );
     fs::write(lab.join("course/src/lib.rs"), ANSWER).unwrap();
     fixture
         .xtask(&["check", "01", "lab"])
