@@ -10,24 +10,12 @@
 //!   round-trip, and [`assistant_stream`]: the stream of one model call.
 //! * Chapter 04 — [`scripted_model`]: a model that plays scripted turns
 //!   through that stream and records each request.
-//! * Chapter 05 — [`provider_adapter`]: a real model behind an
-//!   OpenAI-compatible API: the request written out, the SSE answer read
-//!   back into the same events.
-//! * Chapter 06 — [`tool`]: the tool contract: a schema that checks a call's
-//!   arguments, a registry of tools, and an executor whose every outcome is
-//!   one result paired with the call.
-//! * Chapter 07 — [`agent_loop`]: the loop that calls the model, runs the
-//!   tools it asks for (at once, on threads) and calls it again, until an
-//!   answer.
 
 pub mod event_stream;
 
 mod block_on;
 pub use block_on::block_on;
 
-pub mod agent_loop;
 pub mod assistant_stream;
-pub mod provider_adapter;
 pub mod scripted_model;
-pub mod tool;
 pub mod types;
