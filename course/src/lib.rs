@@ -10,6 +10,9 @@
 //!   round-trip, and [`assistant_stream`]: the stream of one model call.
 //! * Chapter 04 — [`scripted_model`]: a model that plays scripted turns
 //!   through that stream and records each request.
+//! * Chapter 05 — [`provider_adapter`]: a real model behind an
+//!   OpenAI-compatible API: the request written out, the SSE answer read
+//!   back into the same events.
 
 pub mod event_stream;
 
@@ -17,5 +20,6 @@ mod block_on;
 pub use block_on::block_on;
 
 pub mod assistant_stream;
+pub mod provider_adapter;
 pub mod scripted_model;
 pub mod types;

@@ -185,10 +185,22 @@ pub enum AgentMessage {
     ToolResult(ToolResultMessage),
 }
 
-/// The input of one model call: the transcript so far, instructions included.
+/// The input of one model call: the transcript so far, instructions included,
+/// and (chapter 05) the tools the model may ask for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentContext {
     pub messages: Vec<AgentMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolDefinition>>,
+}
+
+/// A tool as the model sees it (chapter 05): its name, what it does, and the
+/// JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
 }
 
 /// What happens while a model generates one assistant message.
