@@ -13,6 +13,9 @@
 //! * Chapter 05 — [`provider_adapter`]: a real model behind an
 //!   OpenAI-compatible API: the request written out, the SSE answer read
 //!   back into the same events.
+//! * Chapter 06 — [`tool`]: the tool contract: a schema that checks a call's
+//!   arguments, a registry of tools, and an executor whose every outcome is
+//!   one result paired with the call.
 
 pub mod event_stream;
 
@@ -22,4 +25,5 @@ pub use block_on::block_on;
 pub mod assistant_stream;
 pub mod provider_adapter;
 pub mod scripted_model;
+pub mod tool;
 pub mod types;
