@@ -16,12 +16,16 @@
 //! * Chapter 06 — [`tool`]: the tool contract: a schema that checks a call's
 //!   arguments, a registry of tools, and an executor whose every outcome is
 //!   one result paired with the call.
+//! * Chapter 07 — [`agent_loop`]: the loop that calls the model, runs the
+//!   tools it asks for (at once, on threads) and calls it again, until an
+//!   answer.
 
 pub mod event_stream;
 
 mod block_on;
 pub use block_on::block_on;
 
+pub mod agent_loop;
 pub mod assistant_stream;
 pub mod provider_adapter;
 pub mod scripted_model;
