@@ -1,8 +1,9 @@
-//! The agent loop, runnable: chapter 07's `run_agent_loop` with two tools
-//! of its own over the current folder.
+//! The agent loop with chapter 08's coding tools, runnable: chapter 07's
+//! `run_agent_loop` over `read`, `write`, `edit` and `bash` in the current
+//! folder — a small coding agent, one prompt per process.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--json] [--] PROMPT
+//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
 //! One run of the loop per process, over the prompt (after a system message
@@ -12,30 +13,31 @@
 //! * with `--json`: each loop event as one JSON line as it happens (chapter
 //!   07's wire), then the run `{"reason","steps","messages"}`.
 //!
-//! Two tools: `read` (`{path}`: a regular UTF-8 file of at most 1 MiB) and
-//! `list` (`{path?}`: a folder's entries, the current folder by default). A
-//! path that leaves the current folder (absolute, through `..` or a
-//! symlink) is an error result, and so is anything else than a regular file
-//! for `read` (a FIFO would block forever, a device never end) or a folder
-//! for `list`. `--max-steps N` (at least 1) caps the model calls; the loop's
-//! default is 32. The flags, the environment, the key rule and the demo
-//! server are `chat`'s (the shared `cli` module). With no base URL the demo
-//! server asks to read `course/Cargo.toml`, then answers with the project's
-//! name from the tool's result (at once, if the read failed: not in the
-//! course's folder).
+//! Four tools (`create_coding_tools`): `read`, `write`, `edit` and `bash`,
+//! with the current folder as their workspace. A path that leaves it
+//! (absolute, through `..` or a symlink) is an error result, and so is a
+//! command that names one; that is a guardrail against slips, not a sandbox:
+//! bash runs real commands as you. `--unrestricted` lifts both checks, and
+//! says so on stderr. `--max-steps N` (at least 1) caps the model calls;
+//! the loop's default is 32. The flags, the environment, the key rule and
+//! the demo server are `chat`'s (the shared `cli` module). With no base URL
+//! the demo server plays a round that shows each tool, without touching
+//! your files: it reads `course/Cargo.toml`, writes a note under `target/`
+//! (which git ignores) and edits it, shows it with bash, and answers with
+//! the project's name (at once, writing nothing, if the read failed: not in
+//! the course's folder).
 //!
 //! The first Ctrl-C sets the run's signal, which the loop hands to the
-//! model and the tools; a failed write to stdout sets it too (nobody
-//! reads on). A second Ctrl-C ends the process at once (exit 130). A run
-//! that did not end with stop is said on stderr. Exit 0 when the run ended
-//! with stop and its output was written (and for `--help`), 1 otherwise, 2
-//! for bad arguments (`--max-steps 0` too).
+//! model and the tools (bash ends its command); a failed write to stdout
+//! sets it too (nobody reads on). A second Ctrl-C ends the process at once
+//! (exit 130). A run that did not end with stop is said on stderr. Exit 0
+//! when the run ended with stop and its output was written (and for
+//! `--help`), 1 otherwise, 2 for bad arguments (`--max-steps 0` too).
 
 mod cli;
 
 use std::env;
-use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,30 +46,41 @@ use cli::{Cli, Out, Parsed};
 use course::agent_loop::{
     AgentLoopOptions, AgentRunResult, DEFAULT_MAX_STEPS, LoopEvent, RunReason, run_agent_loop,
 };
-use course::tool::{
-    ObjectSchema, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, object_schema,
-    optional_string, string_value,
-};
-use course::types::{AgentMessage, AssistantContent, Model, TextContent, text, text_of};
-use serde::Deserialize;
+use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
+use course::tool::ToolRegistry;
+use course::types::{AgentMessage, AssistantContent, Model, TextContent, text_of};
 use serde_json::{Value, json};
 
 /// The file the demo reads: it names the project.
 const DEMO_FILE: &str = "course/Cargo.toml";
 
+/// The note the demo writes and edits: under `target/`, which git ignores.
+const DEMO_NOTE: &str = "target/agent-demo/note.md";
+
 /// A tool result longer than this is cut on stderr (the model and `--json`
 /// get all of it).
 const SHOWN_CHARS: usize = 1_500;
 
-/// The largest file `read` hands to the model.
-const MAX_READ_BYTES: u64 = 1024 * 1024;
+/// What the command line asks for beyond `cli`'s flags.
+struct Options {
+    max_steps: Option<usize>,
+    unrestricted: bool,
+}
 
 fn main() -> ExitCode {
-    let usage = cli::usage("agent", " [--max-steps N]");
-    let parsed = cli::parse(env::args_os().skip(1), &["--max-steps"], |name| {
-        env::var(name).ok()
-    });
-    let (cli, max_steps) = match parsed.and_then(options) {
+    let usage = cli::usage("agent", " [--max-steps N] [--unrestricted]");
+    // The switch is taken out before `cli` reads the rest; after `--` every
+    // word is the prompt's, that one too.
+    let args: Vec<OsString> = env::args_os().skip(1).collect();
+    let end = args
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(args.len());
+    let (switches, before): (Vec<OsString>, Vec<OsString>) =
+        (args[..end].iter().cloned()).partition(|arg| arg == "--unrestricted");
+    let args = before.into_iter().chain(args[end..].iter().cloned());
+    let parsed = cli::parse(args, &["--max-steps"], |name| env::var(name).ok());
+    let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
             Out::new().write(&format!("{usage}\n{}\n", help()));
@@ -78,19 +91,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // The real path: `read` and `list` compare real paths with it.
-    let root = match env::current_dir().and_then(fs::canonicalize) {
-        Ok(root) => root,
+    let cwd = match env::current_dir() {
+        Ok(cwd) => cwd,
         Err(error) => {
             cli::say(&format!("无法确定当前目录：{error}"));
             return ExitCode::from(1);
         }
     };
-    let tools = ToolRegistry::with_tools(vec![
-        Box::new(Read { root: root.clone() }),
-        Box::new(List { root }),
-    ])
-    .expect("read and list have different names");
+    let containment = match options.unrestricted {
+        false => Containment::Workspace,
+        true => {
+            cli::say("--unrestricted：路径可以离开当前目录，bash 的命令不再检查。");
+            Containment::Unrestricted
+        }
+    };
+    let tools = create_coding_tools(CodingToolsOptions::new(cwd, containment));
     // Set by the first Ctrl-C; a second one then ends the process (exit 130).
     let signal = Arc::new(AtomicBool::new(false));
     cli::ctrl_c(&signal);
@@ -99,7 +114,7 @@ fn main() -> ExitCode {
         Ok(None) => match cli::demo_model(&cli, demo) {
             Ok(model) => {
                 cli::say(&format!(
-                    "演示：读取 {DEMO_FILE}，再从里面找出项目名来回答。"
+                    "演示：读取 {DEMO_FILE}，在 {DEMO_NOTE} 写一条笔记再改一处（target/ 被 git 忽略，你的文件不会被改动），然后用 bash 显示它。"
                 ));
                 model
             }
@@ -114,7 +129,7 @@ fn main() -> ExitCode {
         }
     };
     let mut out = Out::new();
-    let run = run(&model, &tools, &cli, max_steps, &signal, &mut out);
+    let run = run(&model, &tools, &cli, options.max_steps, &signal, &mut out);
     if run.reason != RunReason::Stop {
         cli::say(&format!(
             "—— 运行结束：{}，{} 次模型调用",
@@ -131,20 +146,23 @@ fn main() -> ExitCode {
 /// The rest of `--help`.
 fn help() -> String {
     format!(
-        "工具：read {{path}} 读当前目录下不超过 1 MiB 的普通 UTF-8 文件；list {{path?}} 列出一个目录的条目（默认当前目录）。离开当前目录的路径（绝对路径、..、符号链接）得到错误结果。\n--max-steps N：最多调用模型 N 次（默认 {DEFAULT_MAX_STEPS}）。\n--json：每个事件一行 JSON，最后一行是这次运行；不加时只把最终回答写到 stdout，工具做了什么写在 stderr。"
+        "工具：read、write、edit、bash，工作区是当前目录。离开当前目录的路径（绝对路径、..、符号链接）和写出这种路径的命令得到错误结果；这是防失误的护栏，不是沙箱：bash 以你的身份运行真实的命令。\n--unrestricted：去掉这两项检查。\n--max-steps N：最多调用模型 N 次（默认 {DEFAULT_MAX_STEPS}）。\n--json：每个事件一行 JSON，最后一行是这次运行；不加时只把最终回答写到 stdout，工具做了什么写在 stderr。"
     )
 }
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
 /// model call at all is no run, so `--max-steps` is at least 1.
-fn options(parsed: Parsed) -> Result<Option<(Cli, Option<usize>)>, String> {
+fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options)>, String> {
     let Parsed::Run(cli) = parsed else {
         return Ok(None);
     };
     let value =
         |flag: &str| (cli.own.iter()).find_map(|(name, value)| (name == flag).then_some(value));
-    let max_steps = at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize);
-    Ok(Some((cli, max_steps)))
+    let options = Options {
+        max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
+        unrestricted: !switches.is_empty(),
+    };
+    Ok(Some((cli, options)))
 }
 
 /// The value of `flag N`, if given: an integer of at least 1.
@@ -268,8 +286,10 @@ fn reason(reason: RunReason) -> &'static str {
 
 /// The demo server's side of the conversation, read from what the request
 /// carries after the user's message: read the file that names the project;
-/// then answer with the name the tool's result shows (a failed read, not in
-/// the course's folder, shows none: the answer says so).
+/// then write a note and edit it, both in one turn (the loop runs them in
+/// call order, since they name one file); then show it with bash; then
+/// answer. A failed read (not in the course's folder) ends the demo with an
+/// answer at once.
 fn demo(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let asked = messages.iter().rposition(|m| m["role"] == "user");
@@ -278,143 +298,55 @@ fn demo(request: &Value) -> Vec<Value> {
         .filter(|message| message["role"] == "tool")
         .map(|message| message["content"].as_str().unwrap_or(""))
         .collect();
-    let Some(read) = results.first() else {
-        let mut answer = cli::text_answer(&format!("我先读取 {DEMO_FILE}。"));
-        answer.pop(); // its `stop`: this answer asks for a tool instead
-        let call = json!({ "index": 0, "id": "call_1", "type": "function",
-            "function": { "name": "read", "arguments": json!({ "path": DEMO_FILE }).to_string() } });
-        answer.push(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [call] } }] }));
-        answer.push(
-            json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),
-        );
-        return answer;
-    };
-    let name = read.lines().find_map(|line| {
-        let value = line.trim().strip_prefix("name")?.trim().strip_prefix('=')?;
-        Some(value.trim().trim_matches('"').to_string())
+    let name = results.first().and_then(|read| {
+        read.lines().find_map(|line| {
+            let line = line.split_once('│').map_or(line, |(_, text)| text);
+            let value = line.trim().strip_prefix("name")?.trim().strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
     });
-    cli::text_answer(&match name {
-        Some(name) => format!("这个项目叫 {name}（{DEMO_FILE} 里 [package] 的 name）。"),
-        None => format!("{DEMO_FILE} 里没有找到项目名，工具的结果是：{results:?}"),
-    })
+    let calls = match (results.len(), &name) {
+        (0, _) => vec![("read", json!({ "path": DEMO_FILE }))],
+        (1, Some(_)) => vec![
+            (
+                "write",
+                json!({ "path": DEMO_NOTE, "content": "# 演示笔记\n\n项目：（待填）\n" }),
+            ),
+            (
+                "edit",
+                json!({ "path": DEMO_NOTE, "oldText": "（待填）", "newText": name }),
+            ),
+        ],
+        (3, Some(_)) => vec![("bash", json!({ "command": format!("cat {DEMO_NOTE}") }))],
+        _ => return cli::text_answer(&answer(name.as_deref(), &results)),
+    };
+    let said = match results.len() {
+        0 => format!("我先读取 {DEMO_FILE}。"),
+        1 => format!("我把项目名记进 {DEMO_NOTE}：先写，再改一处。"),
+        _ => "再用 bash 看看笔记。".to_string(),
+    };
+    let mut answer = cli::text_answer(&said);
+    answer.pop(); // its `stop`: this answer asks for tools instead
+    for (index, (tool, arguments)) in calls.into_iter().enumerate() {
+        let id = format!("call_{}", results.len() + index + 1);
+        let call = json!({ "index": index, "id": id, "type": "function",
+            "function": { "name": tool, "arguments": arguments.to_string() } });
+        answer.push(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [call] } }] }));
+    }
+    answer.push(json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }));
+    answer
 }
 
-/// `path` inside `root`, or why not. Refused before touching the disk: an
-/// absolute path, or one whose `..` climbs above `root`. Then the real path
-/// (symlinks resolved) must still be under `root`.
-fn inside(root: &Path, path: &str) -> Result<PathBuf, ToolError> {
-    let mut depth = 0usize;
-    for component in Path::new(path).components() {
-        match component {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir if depth > 0 => depth -= 1,
-            _ => return Err(format!("路径离开了当前目录：{path}").into()),
-        }
-    }
-    let real = fs::canonicalize(root.join(path)).map_err(|error| format!("{path}：{error}"))?;
-    if real.starts_with(root) {
-        Ok(real)
-    } else {
-        Err(format!("路径经由链接离开了当前目录：{path}").into())
-    }
-}
-
-#[derive(Deserialize)]
-struct ReadInput {
-    path: String,
-}
-
-/// Reads a UTF-8 file under the current folder.
-struct Read {
-    root: PathBuf,
-}
-
-impl Tool for Read {
-    type Input = ReadInput;
-
-    fn name(&self) -> &str {
-        "read"
-    }
-
-    fn description(&self) -> &str {
-        "Read a UTF-8 text file under the current folder. `path` is relative to that folder."
-    }
-
-    fn schema(&self) -> ObjectSchema<ReadInput> {
-        object_schema(vec![("path", string_value())])
-    }
-
-    fn execute(&self, input: ReadInput, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let file = inside(&self.root, &input.path)?;
-        // Look before opening: opening a FIFO already blocks.
-        let metadata = fs::metadata(&file).map_err(|error| format!("{}：{error}", input.path))?;
-        if !metadata.is_file() {
-            return Err(format!("不是普通文件：{}", input.path).into());
-        }
-        if metadata.len() > MAX_READ_BYTES {
-            return Err(format!(
-                "文件太大：{} 有 {} 字节，read 最多读 {MAX_READ_BYTES} 字节",
-                input.path,
-                metadata.len()
-            )
-            .into());
-        }
-        let content =
-            fs::read_to_string(&file).map_err(|error| format!("{}：{error}", input.path))?;
-        Ok(ToolOutput {
-            content: vec![text(content)],
-            details: Some(json!({ "path": input.path })),
-            is_error: false,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-struct ListInput {
-    path: Option<String>,
-}
-
-/// Lists a folder under the current folder: names in order, folders with `/`.
-struct List {
-    root: PathBuf,
-}
-
-impl Tool for List {
-    type Input = ListInput;
-
-    fn name(&self) -> &str {
-        "list"
-    }
-
-    fn description(&self) -> &str {
-        "List the entries of a folder under the current folder (default: the current folder itself). Folders end with `/`."
-    }
-
-    fn schema(&self) -> ObjectSchema<ListInput> {
-        object_schema(vec![("path", optional_string())])
-    }
-
-    fn execute(&self, input: ListInput, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = input.path.unwrap_or_else(|| ".".to_string());
-        let folder = inside(&self.root, &path)?;
-        if !folder.is_dir() {
-            return Err(format!("不是文件夹：{path}").into());
-        }
-        let mut names = Vec::new();
-        for entry in fs::read_dir(&folder).map_err(|error| format!("{path}：{error}"))? {
-            let entry = entry?;
-            let mut name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type()?.is_dir() {
-                name.push('/');
-            }
-            names.push(name);
-        }
-        names.sort();
-        Ok(ToolOutput {
-            content: vec![text(names.join("\n"))],
-            details: Some(json!({ "path": path, "entries": names.len() })),
-            is_error: false,
-        })
-    }
+/// The demo's last words: the project's name, and the line bash showed.
+fn answer(name: Option<&str>, results: &[&str]) -> String {
+    let Some(name) = name else {
+        return format!("{DEMO_FILE} 里没有找到项目名，工具的结果是：{results:?}");
+    };
+    let shown = results
+        .get(3)
+        .and_then(|shown| shown.lines().rfind(|line| !line.is_empty()));
+    let shown = shown.unwrap_or("（什么也没有）");
+    format!(
+        "这个项目叫 {name}（{DEMO_FILE} 里 [package] 的 name）。笔记在 {DEMO_NOTE}，bash 显示它写着“{shown}”。"
+    )
 }

@@ -10,10 +10,12 @@
 //!   unchanged prefix of every request and of the run.
 //! * **Every call gets a result before the model is asked again.** Calls of
 //!   a `toolUse` message run at once, each on its own thread (at most
-//!   [`MAX_PARALLEL_TOOLS`], 8, at a time); their events reach the caller as
-//!   they happen, but the results go into the transcript in call order. A
-//!   message that must not run its calls (`length`, `error`, `aborted`, or
-//!   `stop` carrying calls) still pairs each with a skipped result.
+//!   [`MAX_PARALLEL_TOOLS`], 8, at a time), except calls whose tools name
+//!   the same serial key (chapter 08: edits of one file), which run one
+//!   after another in call order; events reach the caller as they happen,
+//!   but the results go into the transcript in call order. A message that
+//!   must not run its calls (`length`, `error`, `aborted`, or `stop`
+//!   carrying calls) still pairs each with a skipped result.
 //! * **One end.** Every way out returns its reason to one place, which
 //!   emits the single `turn_end`.
 //!
@@ -22,6 +24,7 @@
 //! tools) and is handed to the model and the tools, which have to look at
 //! it themselves. A running thread cannot be stopped from outside.
 
+use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -225,17 +228,21 @@ fn request(
     block_on(poll_fn(|cx| stream.poll_result(cx))).ok()
 }
 
-/// Runs the calls, each on its own thread, at most [`MAX_PARALLEL_TOOLS`]
-/// at once, and returns their results in call order.
+/// Runs the calls on threads and returns their results in call order.
 ///
-/// Two timelines: the tool threads run and finish in any order; this thread
+/// Calls whose tools name the same serial key (chapter 08: a write and an
+/// edit of one file) are one job: one thread runs them one after another,
+/// in call order, so the second edit sees the first one's file. Every other
+/// call is a job of its own. At most [`MAX_PARALLEL_TOOLS`] jobs run at
+/// once; the end of a job's last call starts the next job.
+///
+/// Two timelines: the jobs run and finish in any order; this thread
 /// forwards their events (`tool_progress`, `tool_end`) to `on_event` as they
-/// arrive through a channel, so `on_event` never leaves this thread, and
-/// starts the next call whenever one ends. It stops forwarding once every
-/// call has sent its `tool_end`. The scope then joins the threads in call
-/// order: that order, not the order they ended in, is the transcript's. A
-/// thread that cannot be started (the system is out of threads) gives its
-/// call a failed result, like any other failure.
+/// arrive through a channel, so `on_event` never leaves this thread. Each
+/// event carries its call's index, and `tool_end` puts the result in that
+/// call's place: the transcript's order is the calls' order, not the order
+/// they ended in. A thread that cannot be started (the system is out of
+/// threads) gives each of its calls a failed result, like any other failure.
 fn run_tools(
     calls: &[ToolCall],
     tools: &ToolRegistry,
@@ -245,68 +252,90 @@ fn run_tools(
     for call in calls {
         on_event(LoopEvent::ToolStart { call: call.clone() });
     }
+    let (jobs, job_of) = jobs(calls, tools);
+    let mut left: Vec<usize> = jobs.iter().map(Vec::len).collect();
+    let mut results = vec![None; calls.len()];
     let (events, arrived) = mpsc::channel();
     thread::scope(|scope| {
-        let mut started = Vec::with_capacity(calls.len());
-        let (mut running, mut ended) = (0, 0);
+        let (mut started, mut running, mut ended) = (0, 0, 0);
         while ended < calls.len() {
-            while running < MAX_PARALLEL_TOOLS && started.len() < calls.len() {
-                let call = &calls[started.len()];
-                let events = events.clone();
-                let thread = thread::Builder::new()
-                    .spawn_scoped(scope, move || run_tool(call, tools, options, events))
-                    .map_err(|error| {
-                        failed_result(call, &format!("could not start a thread: {error}"))
-                    });
-                match &thread {
-                    Ok(_) => running += 1,
-                    Err(result) => {
-                        on_event(LoopEvent::ToolEnd {
-                            result: result.clone(),
-                        });
-                        ended += 1;
+            while running < MAX_PARALLEL_TOOLS && started < jobs.len() {
+                let job = &jobs[started];
+                let sender = events.clone();
+                let spawned = thread::Builder::new().spawn_scoped(scope, move || {
+                    for &index in job {
+                        run_tool(index, &calls[index], tools, options, &sender);
+                    }
+                });
+                if let Err(error) = spawned {
+                    for &index in job {
+                        let message = format!("could not start a thread: {error}");
+                        let result = failed_result(&calls[index], &message);
+                        let _ = events.send((index, LoopEvent::ToolEnd { result }));
                     }
                 }
-                started.push(thread);
+                (started, running) = (started + 1, running + 1);
             }
-            if running == 0 {
-                continue; // every call left failed to start
-            }
-            let Ok(event) = arrived.recv() else { break };
-            if matches!(event, LoopEvent::ToolEnd { .. }) {
-                (running, ended) = (running - 1, ended + 1);
+            let (index, event) = arrived.recv().expect("this thread holds a sender");
+            if let LoopEvent::ToolEnd { result } = &event {
+                results[index] = Some(result.clone());
+                ended += 1;
+                left[job_of[index]] -= 1;
+                if left[job_of[index]] == 0 {
+                    running -= 1;
+                }
             }
             on_event(event);
         }
-        started
-            .into_iter()
-            .map(|thread| match thread {
-                Ok(thread) => thread.join().expect("run_tool catches every panic"),
-                Err(failed) => failed,
-            })
-            .collect()
-    })
+    });
+    results
+        .into_iter()
+        .map(|result| result.expect("every call ended"))
+        .collect()
 }
 
-/// One call, on its own thread: progress and the end go to `events`.
+/// The jobs of a batch, numbered in the order of their first call: the
+/// calls of each job, and the job of each call. Calls whose tools name the
+/// same serial key share a job; an unknown tool or arguments that do not
+/// parse name no key (the call fails on its own).
+fn jobs(calls: &[ToolCall], tools: &ToolRegistry) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let (mut jobs, mut job_of) = (Vec::<Vec<usize>>::new(), Vec::new());
+    let mut keyed = HashMap::new();
+    for (index, call) in calls.iter().enumerate() {
+        let key = tools
+            .get(&call.name)
+            .and_then(|tool| tool.serial_key(&call.arguments));
+        let job = key.map_or(jobs.len(), |key| *keyed.entry(key).or_insert(jobs.len()));
+        if job == jobs.len() {
+            jobs.push(Vec::new());
+        }
+        jobs[job].push(index);
+        job_of.push(job);
+    }
+    (jobs, job_of)
+}
+
+/// Call `index`, on its job's thread: progress and the end go to `events`.
 /// Chapter 06's executor answers every outcome with a result; an injected
 /// one may fail or panic, which gives a failed result with its message.
 fn run_tool(
+    index: usize,
     call: &ToolCall,
     tools: &ToolRegistry,
     options: &AgentLoopOptions<'_>,
-    events: Sender<LoopEvent>,
-) -> ToolResultMessage {
+    events: &Sender<(usize, LoopEvent)>,
+) {
     let progress = events.clone();
     let call_id = call.id.clone();
     let call_options = ToolCallOptions {
         signal: options.signal.clone(),
         report_progress: Some(Arc::new(move |content| {
             // The run may be over if the tool reports late; nobody listens then.
-            let _ = progress.send(LoopEvent::ToolProgress {
+            let event = LoopEvent::ToolProgress {
                 call_id: call_id.clone(),
                 content,
-            });
+            };
+            let _ = progress.send((index, event));
         })),
     };
     let result = match options.execute_tool_call {
@@ -316,10 +345,7 @@ fn run_tool(
             Err(message) => failed_result(call, &message),
         },
     };
-    let _ = events.send(LoopEvent::ToolEnd {
-        result: result.clone(),
-    });
-    result
+    let _ = events.send((index, LoopEvent::ToolEnd { result }));
 }
 
 /// The calls of a message, in order.

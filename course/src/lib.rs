@@ -19,6 +19,11 @@
 //! * Chapter 07 — [`agent_loop`]: the loop that calls the model, runs the
 //!   tools it asks for (at once, on threads) and calls it again, until an
 //!   answer.
+//! * Chapter 08 — [`coding_tools`]: `read`, `write`, `edit` and `bash` over
+//!   one workspace folder: bounded reads, whole-file commits by rename, one
+//!   queue per path (and, through the loop, one turn's edits of a file in
+//!   call order), and commands whose whole process group ends on a timeout
+//!   or an abort.
 
 pub mod event_stream;
 
@@ -27,6 +32,7 @@ pub use block_on::block_on;
 
 pub mod agent_loop;
 pub mod assistant_stream;
+pub mod coding_tools;
 pub mod provider_adapter;
 pub mod scripted_model;
 pub mod tool;

@@ -254,6 +254,14 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     fn schema(&self) -> ObjectSchema<Self::Input>;
     fn execute(&self, input: Self::Input, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Calls of one turn whose tools name the same key run one after
+    /// another, in call order, instead of side by side (chapter 08: a write
+    /// and an edit of one file name that file). `None`, the default: the
+    /// call may run beside any other.
+    fn serial_key(&self, _input: &Self::Input) -> Option<String> {
+        None
+    }
 }
 
 /// Any tool, whatever its input type: what a registry stores.
@@ -268,6 +276,8 @@ pub trait DynTool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Parses `arguments`, then executes; a refusal is the parse error.
     fn run(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+    /// The [`Tool::serial_key`] of these arguments; `None` when they do not parse.
+    fn serial_key(&self, arguments: &Value) -> Option<String>;
 }
 
 impl<T: Tool> DynTool for T {
@@ -286,6 +296,11 @@ impl<T: Tool> DynTool for T {
     fn run(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input = self.schema().parse(arguments)?;
         self.execute(input, context)
+    }
+
+    fn serial_key(&self, arguments: &Value) -> Option<String> {
+        let input = self.schema().parse(arguments).ok()?;
+        Tool::serial_key(self, &input)
     }
 }
 

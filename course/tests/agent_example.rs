@@ -1,0 +1,406 @@
+//! The `agent` example (chapters 07 and 08) as a user runs it: the built
+//! binary, in chapter 08's state (the loop of chapter 07 with the coding
+//! tools), with its own demo server or a server this test starts on
+//! 127.0.0.1 that asks for the coding tools and records what it is sent;
+//! its answer on stdout with the tools' transcript on stderr, or `--json`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Mutex, OnceLock};
+use std::{fs, thread};
+
+use serde_json::{Value, json};
+
+/// The built `agent` example, built once (`cargo test` of one test file
+/// does not build examples); cargo names its path.
+fn agent() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let output = Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "course",
+                "--example",
+                "agent",
+                "--message-format=json",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cargo runs");
+        assert!(output.status.success(), "the agent example builds");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|message| {
+                message["target"]["name"] == "agent" && message["executable"].is_string()
+            })
+            .map(|message| PathBuf::from(message["executable"].as_str().unwrap()))
+            .expect("cargo names the example's executable")
+    })
+}
+
+/// Runs `agent` in `folder` with `args` and no OPENAI_* variables.
+fn run_agent(folder: &Path, args: &[&str]) -> Output {
+    Command::new(agent())
+        .args(args)
+        .current_dir(folder)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The workspace root: where a user types `cargo run -p course --example agent`.
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A fresh folder under the system's temporary folder, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(prefix: &str) -> TempDir {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let number = COUNT.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{prefix}{}-{number}", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One streamed tool call of an answer, as an OpenAI-compatible server sends it.
+fn tool_call(index: usize, id: &str, name: &str, arguments: Value) -> Value {
+    let call = json!({ "index": index, "id": id, "type": "function",
+        "function": { "name": name, "arguments": arguments.to_string() } });
+    json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [call] } }] })
+}
+
+fn finish(reason: &str) -> Value {
+    json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }] })
+}
+
+#[test]
+fn the_demo_reads_writes_and_edits_a_note_under_target_and_shows_it_with_bash() {
+    let note = workspace().join("target/agent-demo/note.md");
+    let output = run_agent(&workspace(), &["项目叫什么？"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    // print: the answer on stdout, what the tools did on stderr.
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(
+        stdout,
+        "这个项目叫 course（course/Cargo.toml 里 [package] 的 name）。笔记在 target/agent-demo/note.md，bash 显示它写着“项目：course”。\n"
+    );
+    for expected in [
+        "[工具调用 call_1] read {\"path\":\"course/Cargo.toml\"}",
+        "   2│ name = \"course\"",
+        "[工具调用 call_2] write {\"path\":\"target/agent-demo/note.md\"",
+        "[工具调用 call_3] edit {\"path\":\"target/agent-demo/note.md\",\"oldText\":\"（待填）\",\"newText\":\"course\"}",
+        "已完成 1 处精确替换",
+        "[工具调用 call_4] bash {\"command\":\"cat target/agent-demo/note.md\"}",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    assert!(
+        stderr.contains("本机演示服务器") && stderr.contains("target/ 被 git 忽略"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_to_string(&note).unwrap(),
+        "# 演示笔记\n\n项目：course\n"
+    );
+
+    let output = run_agent(&workspace(), &["--json", "项目叫什么？"]);
+    let last: Value = serde_json::from_str(text(&output.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["reason"], &last["steps"]),
+        (&json!("stop"), &json!(4))
+    );
+    let messages = last["messages"].as_array().unwrap();
+    // A system message (`--system`) has text, not blocks.
+    let calls: Vec<&Value> = messages
+        .iter()
+        .filter_map(|message| message["content"].as_array())
+        .flatten()
+        .filter(|block| block["type"] == "toolCall")
+        .collect();
+    let names: Vec<&str> = calls
+        .iter()
+        .map(|call| call["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read", "write", "edit", "bash"]);
+    for call in &calls[1..3] {
+        let path = call["arguments"]["path"].as_str().unwrap();
+        assert!(
+            path.starts_with("target/"),
+            "the demo writes under target/ only: {path}"
+        );
+    }
+    let answer = messages.last().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        answer,
+        "这个项目叫 course（course/Cargo.toml 里 [package] 的 name）。笔记在 target/agent-demo/note.md，bash 显示它写着“项目：course”。"
+    );
+}
+
+#[test]
+fn a_model_that_asks_for_a_write_an_edit_and_a_command_changes_the_folder_and_hears_back() {
+    let folder = TempDir::new("agent-example-tools-");
+    let outside = format!("agent-example-outside-{}.txt", std::process::id());
+    let first = vec![
+        tool_call(
+            0,
+            "c1",
+            "write",
+            json!({ "path": "notes/todo.md", "content": "- [ ] draft\n" }),
+        ),
+        tool_call(
+            1,
+            "c2",
+            "edit",
+            json!({ "path": "notes/todo.md", "oldText": "[ ]", "newText": "[x]" }),
+        ),
+        tool_call(
+            2,
+            "c3",
+            "bash",
+            json!({ "command": "printf made > made.txt && cat made.txt" }),
+        ),
+        tool_call(
+            3,
+            "c4",
+            "write",
+            json!({ "path": format!("../{outside}"), "content": "x" }),
+        ),
+        finish("tool_calls"),
+    ];
+    let second = vec![
+        json!({ "choices": [{ "index": 0, "delta": { "content": "done" } }] }),
+        finish("stop"),
+    ];
+    let (base_url, requests) = serve(vec![first, second]);
+
+    let output = run_agent(
+        &folder.0,
+        &["--base-url", &base_url, "--model", "m", "tidy up"],
+    );
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(
+        fs::read_to_string(folder.0.join("notes/todo.md")).unwrap(),
+        "- [x] draft\n"
+    );
+    assert_eq!(
+        fs::read_to_string(folder.0.join("made.txt")).unwrap(),
+        "made"
+    );
+    assert!(
+        !folder.0.parent().unwrap().join(&outside).exists(),
+        "nothing written outside"
+    );
+    let first_request = requests.recv().unwrap();
+    let tools: Vec<&str> = first_request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "write", "edit", "bash"]);
+    let second_request = requests.recv().unwrap();
+    let answers: Vec<(&str, &str)> = second_request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| {
+            let id = message["tool_call_id"].as_str().unwrap();
+            (id, message["content"].as_str().unwrap())
+        })
+        .collect();
+    let refused = format!("Tool write failed: 路径越过教学 workspace：../{outside}");
+    assert_eq!(
+        answers,
+        [
+            ("c1", "已写入 12 bytes"),
+            ("c2", "已完成 1 处精确替换"),
+            ("c3", "made"),
+            ("c4", refused.as_str()),
+        ]
+    );
+}
+
+#[test]
+fn unrestricted_is_said_on_stderr_and_lets_a_path_leave_the_folder() {
+    let folder = TempDir::new("agent-example-unrestricted-");
+    let elsewhere = TempDir::new("agent-example-elsewhere-");
+    let target = elsewhere.0.join("out.txt");
+    let path = target.to_str().unwrap();
+    let first = vec![
+        tool_call(0, "c1", "write", json!({ "path": path, "content": "out" })),
+        finish("tool_calls"),
+    ];
+    let second = vec![finish("stop")];
+    let (base_url, _requests) = serve(vec![first.clone(), second.clone()]);
+    let args = [
+        "--base-url",
+        &base_url,
+        "--model",
+        "m",
+        "--unrestricted",
+        "write",
+    ];
+
+    let output = run_agent(&folder.0, &args);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--unrestricted"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "out");
+
+    // Without the switch the same call is refused.
+    fs::remove_file(&target).unwrap();
+    let (base_url, _requests) = serve(vec![first, second]);
+    let output = run_agent(
+        &folder.0,
+        &["--base-url", &base_url, "--model", "m", "write"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("路径越过教学 workspace"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!target.exists());
+}
+
+#[test]
+fn max_steps_0_and_other_impossible_values_are_bad_input() {
+    for steps in ["0", "-1", "x"] {
+        let output = run_agent(&workspace(), &["--max-steps", steps, "hi"]);
+        assert_eq!(output.status.code(), Some(2), "{steps}");
+        assert!(
+            text(&output.stderr).contains("--max-steps 要一个不小于 1 的整数"),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_files_control_characters_are_escaped_in_the_transcript_and_kept_in_json() {
+    let folder = TempDir::new("agent-example-escapes-");
+    fs::write(
+        folder.0.join("note.txt"),
+        "title\u{1b}]0;owned\u{7}\rgone\n",
+    )
+    .unwrap();
+    let answers = [
+        json!([{ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "index": 0, "id": "c1", "type": "function", "function": { "name": "read", "arguments": "{\"path\":\"note.txt\"}" } }] }, "finish_reason": "tool_calls" }] }]),
+        json!([{ "choices": [{ "index": 0, "delta": { "content": "done" }, "finish_reason": "stop" }] }]),
+    ];
+    for json_mode in [false, true] {
+        let (base_url, _requests) = serve(
+            answers
+                .iter()
+                .map(|answer| answer.as_array().unwrap().clone())
+                .collect(),
+        );
+        let mut args = vec![
+            "--base-url",
+            &base_url,
+            "--model",
+            "m",
+            "--system",
+            "be brief",
+        ];
+        if json_mode {
+            args.push("--json");
+        }
+        args.push("read note.txt");
+        let output = run_agent(&folder.0, &args);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        if json_mode {
+            assert!(
+                stdout.contains(r#""text":"   1│ title\u001b]0;owned\u0007\rgone\n   2│ ""#),
+                "{stdout}"
+            );
+        } else {
+            assert_eq!(stdout, "done\n");
+            assert!(
+                stderr.contains("   1│ title\\u{1b}]0;owned\\u{7}\\u{d}gone\n   2│ \n"),
+                "{stderr}"
+            );
+            assert!(!stderr.contains('\u{1b}'));
+        }
+    }
+}
+
+/// A server that answers its requests, one per connection, with `answers`
+/// in order (each a list of `data` payloads), and hands over each request's
+/// JSON body as it arrives; a request past the last answer is the last it
+/// reads.
+fn serve(answers: Vec<Vec<Value>>) -> (String, Receiver<Value>) {
+    let answers = Mutex::new(answers.into_iter());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (sender, requests) = mpsc::channel();
+    thread::spawn(move || {
+        loop {
+            let (mut connection, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(connection.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let payloads = answers.lock().unwrap().next();
+            let _ = sender.send(request);
+            let Some(payloads) = payloads else {
+                return;
+            };
+            let mut bytes =
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                    .to_vec();
+            for payload in &payloads {
+                bytes.extend_from_slice(format!("data: {payload}\n\n").as_bytes());
+            }
+            let _ = connection.write_all(&bytes);
+        }
+    });
+    (base_url, requests)
+}
