@@ -1,54 +1,53 @@
-//! The agent loop with chapter 08's coding tools, runnable: chapter 07's
-//! `run_agent_loop` over `read`, `write`, `edit` and `bash` in the current
-//! folder — a small coding agent, one prompt per process.
+//! The agent the chapters built so far, runnable: chapter 09's `Agent`
+//! with chapter 08's coding tools in the current folder — a small coding
+//! agent.
 //!
 //! ```sh
 //! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
-//! One run of the loop per process, over the prompt (after a system message
-//! when `--system` gives one):
-//! * without `--json`: the final answer's text on stdout; what the tools do
-//!   is said on stderr as it happens.
-//! * with `--json`: each loop event as one JSON line as it happens (chapter
-//!   07's wire), then the run `{"reason","steps","messages"}`.
+//! One `Agent` in the process, its system prompt from `--system`; PROMPT
+//! is one `prompt` on it, and the conversation ends with the process. The final
+//! answer's text goes to stdout; what the tools do is said on stderr as it
+//! happens (a listener of the agent's events). With `--json`, stdout gets
+//! each loop event as one JSON line as it happens (chapter 07's wire),
+//! then the run `{"reason","steps","messages"}`. A failed write to stdout
+//! aborts the run.
 //!
 //! Four tools (`create_coding_tools`): `read`, `write`, `edit` and `bash`,
 //! with the current folder as their workspace. A path that leaves it
 //! (absolute, through `..` or a symlink) is an error result, and so is a
 //! command that names one; that is a guardrail against slips, not a sandbox:
 //! bash runs real commands as you. `--unrestricted` lifts both checks, and
-//! says so on stderr. `--max-steps N` (at least 1) caps the model calls;
-//! the loop's default is 32. The flags, the environment, the key rule and
-//! the demo server are `chat`'s (the shared `cli` module). With no base URL
-//! the demo server plays a round that shows each tool, without touching
-//! your files: it reads `course/Cargo.toml`, writes a note under `target/`
-//! (which git ignores) and edits it, shows it with bash, and answers with
-//! the project's name (at once, writing nothing, if the read failed: not in
-//! the course's folder).
+//! says so on stderr. The flags, the environment, the key rule and the demo
+//! server are `chat`'s (the shared `cli` module). With no base URL the demo
+//! server plays a round that shows each tool, without touching your files:
+//! it reads `course/Cargo.toml`, writes a note under `target/` (which git
+//! ignores) and edits it, shows it with bash, and answers with the
+//! project's name.
 //!
-//! The first Ctrl-C sets the run's signal, which the loop hands to the
-//! model and the tools (bash ends its command); a failed write to stdout
-//! sets it too (nobody reads on). A second Ctrl-C ends the process at once
-//! (exit 130). A run that did not end with stop is said on stderr. Exit 0
-//! when the run ended with stop and its output was written (and for
-//! `--help`), 1 otherwise, 2 for bad arguments (`--max-steps 0` too).
+//! The first Ctrl-C aborts the run through `Agent::abort` (the model and
+//! the tools see its signal); a second one before the run ends exits at
+//! once (130). Exit 0 when the run ended with stop, 1 otherwise, 2 for bad
+//! arguments (`--max-steps 0` too).
 
 mod cli;
 
 use std::env;
 use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread;
 
 use cli::{Cli, Out, Parsed};
-use course::agent_loop::{
-    AgentLoopOptions, AgentRunResult, DEFAULT_MAX_STEPS, LoopEvent, RunReason, run_agent_loop,
-};
+use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions};
+use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
-use course::tool::ToolRegistry;
-use course::types::{AgentMessage, AssistantContent, Model, TextContent, text_of};
+use course::provider_adapter::OpenAiCompatibleModel;
+use course::types::{AgentMessage, AssistantContent, TextContent, text_of};
 use serde_json::{Value, json};
 
 /// The file the demo reads: it names the project.
@@ -61,6 +60,9 @@ const DEMO_NOTE: &str = "target/agent-demo/note.md";
 /// get all of it).
 const SHOWN_CHARS: usize = 1_500;
 
+/// The agent of this process.
+type Coding = Agent<OpenAiCompatibleModel>;
+
 /// What the command line asks for beyond `cli`'s flags.
 struct Options {
     max_steps: Option<usize>,
@@ -69,21 +71,19 @@ struct Options {
 
 fn main() -> ExitCode {
     let usage = cli::usage("agent", " [--max-steps N] [--unrestricted]");
-    // The switch is taken out before `cli` reads the rest; after `--` every
-    // word is the prompt's, that one too.
-    let args: Vec<OsString> = env::args_os().skip(1).collect();
-    let end = args
-        .iter()
-        .position(|arg| arg == "--")
-        .unwrap_or(args.len());
+    let switch = |arg: &OsString| arg == "--unrestricted";
+    // The switches are taken out before `cli` reads the rest; after `--`
+    // every word is the prompt's, those too.
+    let all: Vec<OsString> = env::args_os().skip(1).collect();
+    let end = all.iter().position(|arg| arg == "--").unwrap_or(all.len());
     let (switches, before): (Vec<OsString>, Vec<OsString>) =
-        (args[..end].iter().cloned()).partition(|arg| arg == "--unrestricted");
-    let args = before.into_iter().chain(args[end..].iter().cloned());
+        all[..end].iter().cloned().partition(switch);
+    let args = before.into_iter().chain(all[end..].iter().cloned());
     let parsed = cli::parse(args, &["--max-steps"], |name| env::var(name).ok());
     let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
-            Out::new().write(&format!("{usage}\n{}\n", help()));
+            Out::new().write(&format!("{usage}\n{HELP}\n"));
             return ExitCode::SUCCESS;
         }
         Err(problem) => {
@@ -107,8 +107,8 @@ fn main() -> ExitCode {
     };
     let tools = create_coding_tools(CodingToolsOptions::new(cwd, containment));
     // Set by the first Ctrl-C; a second one then ends the process (exit 130).
-    let signal = Arc::new(AtomicBool::new(false));
-    cli::ctrl_c(&signal);
+    let pressed = Arc::new(AtomicBool::new(false));
+    cli::ctrl_c(&pressed);
     let model = match cli::provider(&cli, "agent", env::var_os("OPENAI_API_KEY")) {
         Ok(Some(model)) => model,
         Ok(None) => match cli::demo_model(&cli, demo) {
@@ -128,39 +128,50 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut out = Out::new();
-    let run = run(&model, &tools, &cli, options.max_steps, &signal, &mut out);
+    let agent = Arc::new(Agent::new(AgentOptions {
+        system_prompt: cli.system.clone(),
+        max_steps: options.max_steps,
+        ..AgentOptions::new(model, tools)
+    }));
+    abort_on_ctrl_c(&agent, &pressed);
+    let out = Arc::new(Mutex::new(Out::new()));
+    show_events(&agent, &out, cli.json);
+    let run = match agent.prompt(&cli.prompt, PromptOptions::default()) {
+        Ok(run) => run,
+        Err(error) => {
+            cli::say(&format!("这次 prompt 失败了：{error}"));
+            return ExitCode::from(1);
+        }
+    };
+    if !write_run(&out, &run, cli.json) {
+        return ExitCode::from(1);
+    }
     if run.reason != RunReason::Stop {
         cli::say(&format!(
             "—— 运行结束：{}，{} 次模型调用",
             reason(run.reason),
             run.steps
         ));
+        return ExitCode::from(1);
     }
-    match run.reason == RunReason::Stop && !out.failed() {
-        true => ExitCode::SUCCESS,
-        false => ExitCode::from(1),
-    }
+    ExitCode::SUCCESS
 }
 
 /// The rest of `--help`.
-fn help() -> String {
-    format!(
-        "工具：read、write、edit、bash，工作区是当前目录。离开当前目录的路径（绝对路径、..、符号链接）和写出这种路径的命令得到错误结果；这是防失误的护栏，不是沙箱：bash 以你的身份运行真实的命令。\n--unrestricted：去掉这两项检查。\n--max-steps N：最多调用模型 N 次（默认 {DEFAULT_MAX_STEPS}）。\n--json：每个事件一行 JSON，最后一行是这次运行；不加时只把最终回答写到 stdout，工具做了什么写在 stderr。"
-    )
-}
+const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
-/// model call at all is no run, so `--max-steps` is at least 1.
+/// model call at all is no run, so `N` is at least 1.
 fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options)>, String> {
     let Parsed::Run(cli) = parsed else {
         return Ok(None);
     };
     let value =
         |flag: &str| (cli.own.iter()).find_map(|(name, value)| (name == flag).then_some(value));
+    let switch = |name: &str| switches.iter().any(|switch| switch == name);
     let options = Options {
         max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
-        unrestricted: !switches.is_empty(),
+        unrestricted: switch("--unrestricted"),
     };
     Ok(Some((cli, options)))
 }
@@ -176,53 +187,80 @@ fn at_least_one(value: Option<&String>, flag: &str) -> Result<Option<u64>, Strin
     }
 }
 
-/// The run, written as it happens: with `--json` each loop event as one
-/// line on stdout (a failed write sets the signal: nobody reads on), else
-/// what the tools do, on stderr, control characters escaped. Then the run
-/// itself, or the final answer's text.
-fn run(
-    model: &impl Model,
-    tools: &ToolRegistry,
-    cli: &Cli,
-    max_steps: Option<usize>,
-    signal: &Arc<AtomicBool>,
-    out: &mut Out,
-) -> AgentRunResult {
-    let options = AgentLoopOptions {
-        signal: Some(Arc::clone(signal)),
-        max_steps,
-        execute_tool_call: None,
-    };
-    let run = run_agent_loop(model, tools, &cli::context(cli), options, |event| {
-        if !cli.json {
-            eprint!("{}", cli::readable(&show(&event)));
-            return;
+/// Writes the run as it ended: the last assistant message's text (control
+/// characters escaped), or with `--json` the run as one JSON line. `false`
+/// when stdout failed (said on stderr by `Out`).
+fn write_run(out: &Mutex<Out>, run: &AgentRunResult, json: bool) -> bool {
+    let output = match json {
+        true => {
+            let line = serde_json::to_string(run).expect("a run serializes");
+            format!("{line}\n")
         }
-        let line = serde_json::to_string(&event).expect("events serialize");
-        if !out.write(&format!("{line}\n")) {
-            signal.store(true, Ordering::SeqCst);
+        false => {
+            let mut messages = run.messages.iter().rev();
+            let last = messages.find(|message| matches!(message, AgentMessage::Assistant(_)));
+            let answer = last.map(text_of).unwrap_or_default();
+            match answer.is_empty() || answer.ends_with('\n') {
+                true => cli::readable(&answer),
+                false => cli::readable(&format!("{answer}\n")),
+            }
         }
-    });
-    let output = match cli.json {
-        true => format!(
-            "{}\n",
-            serde_json::to_string(&run).expect("a run serializes")
-        ),
-        false => final_text(&run),
     };
-    out.write(&output);
-    run
+    out.lock().unwrap().write(&output)
 }
 
-/// The text of the run's last assistant message, as a terminal takes it,
-/// ending in a newline (nothing when it is empty).
-fn final_text(run: &AgentRunResult) -> String {
-    let mut messages = run.messages.iter().rev();
-    let last = messages.find(|message| matches!(message, AgentMessage::Assistant(_)));
-    let answer = last.map(text_of).unwrap_or_default();
-    match answer.is_empty() || answer.ends_with('\n') {
-        true => cli::readable(&answer),
-        false => cli::readable(&format!("{answer}\n")),
+/// Shows the run as it happens: with `--json`, each loop event as one JSON
+/// line on stdout (a failed write aborts the run: nobody reads on);
+/// otherwise what the tools do, on stderr, control characters escaped.
+fn show_events(agent: &Arc<Coding>, out: &Arc<Mutex<Out>>, json: bool) {
+    let (handle, out) = (Arc::downgrade(agent), Arc::clone(out));
+    agent.subscribe(move |event| {
+        let AgentEvent::Loop { event, .. } = event else {
+            return;
+        };
+        if !json {
+            eprint!("{}", cli::readable(&show(event)));
+            return;
+        }
+        let line = serde_json::to_string(event).expect("events serialize");
+        if !out.lock().unwrap().write(&format!("{line}\n")) {
+            abort(&handle);
+        }
+    });
+}
+
+/// Each Ctrl-C aborts the run: the signal handler writes a byte to a
+/// socket (`cli::ctrl_c` has already made it set `pressed`), and a thread
+/// woken by it calls `abort`, which a handler itself must not (it locks).
+/// A press just before the run starts aborts the run as it starts.
+fn abort_on_ctrl_c(agent: &Arc<Coding>, pressed: &Arc<AtomicBool>) {
+    use signal_hook::consts::SIGINT;
+    use signal_hook::low_level::pipe;
+    let woken = UnixStream::pair().and_then(|(mut woken, wake)| {
+        pipe::register(SIGINT, wake)?;
+        let handle = Arc::downgrade(agent);
+        thread::Builder::new().spawn(move || {
+            while woken.read(&mut [0]).is_ok_and(|read| read > 0) {
+                abort(&handle);
+            }
+        })
+    });
+    if let Err(error) = woken {
+        cli::say(&format!("无法接管 Ctrl-C：{error}"));
+    }
+    let (handle, pressed) = (Arc::downgrade(agent), Arc::clone(pressed));
+    agent.subscribe(move |event| {
+        if matches!(event, AgentEvent::RunStart { .. }) && pressed.load(Ordering::SeqCst) {
+            abort(&handle);
+        }
+    });
+}
+
+/// Aborts the run, if there still is an agent. Listeners and the Ctrl-C
+/// thread hold a `Weak` handle: the agent must not own itself.
+fn abort(handle: &Weak<Coding>) {
+    if let Some(agent) = handle.upgrade() {
+        agent.abort();
     }
 }
 
@@ -285,11 +323,10 @@ fn reason(reason: RunReason) -> &'static str {
 }
 
 /// The demo server's side of the conversation, read from what the request
-/// carries after the user's message: read the file that names the project;
-/// then write a note and edit it, both in one turn (the loop runs them in
-/// call order, since they name one file); then show it with bash; then
-/// answer. A failed read (not in the course's folder) ends the demo with an
-/// answer at once.
+/// carries since its last user message: read the file that names the project; then write a note
+/// and edit it, both in one turn (the loop runs them in call order, since
+/// they name one file); then show it with bash; then answer. A failed read
+/// (not in the course's folder) ends the demo with an answer at once.
 fn demo(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let asked = messages.iter().rposition(|m| m["role"] == "user");

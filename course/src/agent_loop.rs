@@ -20,9 +20,22 @@
 //!   emits the single `turn_end`.
 //!
 //! Cancellation is cooperative: the signal stops the loop from *starting*
-//! work (it is checked before each model call and after each batch of
-//! tools) and is handed to the model and the tools, which have to look at
-//! it themselves. A running thread cannot be stopped from outside.
+//! work (it is checked before each model call, after each batch of tools
+//! and after a text answer) and is handed to the model and the tools, which
+//! have to look at it themselves. A running thread cannot be stopped from
+//! outside.
+//!
+//! Chapter 09 makes the loop a part of a longer-lived agent:
+//!
+//! * **A failed model call is a message.** A model whose `stream` panics
+//!   gives an `error` (or `aborted`) assistant message inside the loop, so
+//!   the results of tools that already ran stay in the transcript.
+//! * **A result answers its call.** An injected executor's result that names
+//!   another call becomes a failed result paired with this one.
+//! * **Two boundaries** ([`Queues`]) where messages a user added while the
+//!   run goes may enter the transcript: after a fully paired batch of tools,
+//!   and after a text answer, which then is not the end. A signal set
+//!   meanwhile wins: the run ends `aborted` and nothing queued goes in.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -40,7 +53,8 @@ use crate::tool::{
 };
 use crate::types::{
     AgentContext, AgentMessage, AssistantContent, AssistantMessage, Model, ModelEvent, ModelStream,
-    StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage, text,
+    StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserMessage,
+    assistant_message, text,
 };
 
 /// How many model calls a run makes at most, unless the caller says.
@@ -131,6 +145,18 @@ pub struct AgentLoopOptions<'a> {
     pub execute_tool_call: Option<&'a ToolExecutor>,
 }
 
+/// Where a run takes the messages a user adds while it runs: at the two
+/// boundaries where a message cannot split a call from its result. Each
+/// function hands over what goes in now (chapter 09's agent decides which
+/// of its queues that is).
+#[derive(Clone, Copy)]
+pub struct Queues<'a> {
+    /// After a fully paired batch of tools.
+    pub after_tools: &'a dyn Fn() -> Vec<UserMessage>,
+    /// After a text answer; nothing means the run stops.
+    pub after_answer: &'a dyn Fn() -> Vec<UserMessage>,
+}
+
 /// Runs the loop over `context` until the model answers, something fails,
 /// the signal is set or `max_steps` calls were made. `on_event` is called
 /// on this thread only, also for events of tools running on other threads.
@@ -140,10 +166,31 @@ pub fn run_agent_loop(
     tools: &ToolRegistry,
     context: &AgentContext,
     options: AgentLoopOptions<'_>,
+    on_event: impl FnMut(LoopEvent),
+) -> AgentRunResult {
+    let nothing = Vec::new;
+    let queues = Queues {
+        after_tools: &nothing,
+        after_answer: &nothing,
+    };
+    run_agent_loop_with_queues(model, tools, context, options, queues, on_event)
+}
+
+/// [`run_agent_loop`], taking messages from `queues` at the boundaries
+/// where a message may enter the transcript: never between a call and its
+/// result. (A new function, not new fields of [`AgentLoopOptions`]: a field
+/// more would break every literal that names all of them, chapter 07's
+/// tests among them.)
+pub fn run_agent_loop_with_queues(
+    model: &impl Model,
+    tools: &ToolRegistry,
+    context: &AgentContext,
+    options: AgentLoopOptions<'_>,
+    queues: Queues<'_>,
     mut on_event: impl FnMut(LoopEvent),
 ) -> AgentRunResult {
     let mut messages = context.messages.clone();
-    let (reason, steps) = run_steps(model, tools, &options, &mut messages, &mut on_event);
+    let (reason, steps) = run_steps(model, tools, &options, queues, &mut messages, &mut on_event);
     on_event(LoopEvent::TurnEnd { reason });
     AgentRunResult {
         reason,
@@ -158,6 +205,7 @@ fn run_steps(
     model: &impl Model,
     tools: &ToolRegistry,
     options: &AgentLoopOptions<'_>,
+    queues: Queues<'_>,
     messages: &mut Vec<AgentMessage>,
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> (RunReason, usize) {
@@ -177,7 +225,18 @@ fn run_steps(
         let calls = tool_calls(&assistant);
         let skip = match (assistant.stop_reason, calls.is_empty()) {
             (StopReason::ToolUse, false) => None,
-            (StopReason::Stop, true) => return (RunReason::Stop, step),
+            (StopReason::Stop, true) => {
+                // A model may ignore the signal and answer anyway.
+                if is_set(&options.signal) {
+                    return (RunReason::Aborted, step);
+                }
+                let next = (queues.after_answer)();
+                if next.is_empty() {
+                    return (RunReason::Stop, step);
+                }
+                append(messages, next);
+                continue;
+            }
             (StopReason::ToolUse, true) => return (RunReason::Error, step),
             (StopReason::Stop, false) => Some(("unexpected-stop", RunReason::Error)),
             (StopReason::Length, _) => Some(("length", RunReason::Length)),
@@ -197,14 +256,21 @@ fn run_steps(
         if is_set(&options.signal) {
             return (RunReason::Aborted, step);
         }
+        // Every call has its result: a message cannot split a pair now.
+        append(messages, (queues.after_tools)());
     }
     (RunReason::MaxSteps, max_steps)
+}
+
+fn append(messages: &mut Vec<AgentMessage>, users: Vec<UserMessage>) {
+    messages.extend(users.into_iter().map(AgentMessage::User));
 }
 
 /// One model call over the transcript so far and the registry's tools
 /// (never the caller's stale `tools`). Forwards its events and returns its
 /// final message; `None` if the stream ended without one, which is the
-/// model's protocol error.
+/// model's protocol error. A model whose `stream` panics failed before it
+/// could answer: that is a failed message, not the end of the loop.
 fn request(
     model: &impl Model,
     tools: &ToolRegistry,
@@ -216,16 +282,31 @@ fn request(
         messages: messages.to_vec(),
         tools: Some(tools.definitions()),
     };
-    let stream = model.stream(
-        &context,
-        StreamOptions {
-            signal: signal.clone(),
-        },
-    );
+    let options = StreamOptions {
+        signal: signal.clone(),
+    };
+    let stream = match catch_failure(|| Ok(model.stream(&context, options))) {
+        Ok(stream) => stream,
+        Err(message) => return Some(failed_call(&message, signal)),
+    };
     while let Some(event) = block_on(poll_fn(|cx| stream.poll_next(cx))) {
         on_event(LoopEvent::ModelEvent { event });
     }
     block_on(poll_fn(|cx| stream.poll_result(cx))).ok()
+}
+
+/// The message of a model call that failed with `message`: `aborted` if the
+/// signal was set by then, `error` otherwise.
+fn failed_call(message: &str, signal: &Option<Arc<AtomicBool>>) -> AssistantMessage {
+    let reason = if is_set(signal) {
+        StopReason::Aborted
+    } else {
+        StopReason::Error
+    };
+    AssistantMessage {
+        error_message: Some(message.to_string()),
+        ..assistant_message(Vec::new(), reason)
+    }
 }
 
 /// Runs the calls on threads and returns their results in call order.
@@ -317,7 +398,8 @@ fn jobs(calls: &[ToolCall], tools: &ToolRegistry) -> (Vec<Vec<usize>>, Vec<usize
 
 /// Call `index`, on its job's thread: progress and the end go to `events`.
 /// Chapter 06's executor answers every outcome with a result; an injected
-/// one may fail or panic, which gives a failed result with its message.
+/// one may fail or panic, which gives a failed result with its message, or
+/// answer another call, which gives a failed result paired with this one.
 fn run_tool(
     index: usize,
     call: &ToolCall,
@@ -341,7 +423,8 @@ fn run_tool(
     let result = match options.execute_tool_call {
         None => execute_tool_call(call, tools, call_options),
         Some(executor) => match catch_failure(|| executor(call, call_options)) {
-            Ok(result) => result,
+            Ok(result) if result.tool_call_id == call.id => result,
+            Ok(_) => failed_result(call, "tool result is not paired with this call"),
             Err(message) => failed_result(call, &message),
         },
     };

@@ -24,12 +24,16 @@
 //!   queue per path (and, through the loop, one turn's edits of a file in
 //!   call order), and commands whose whole process group ends on a timeout
 //!   or an abort.
+//! * Chapter 09 — [`agent`]: an agent that keeps one transcript across
+//!   runs: state derived by a pure reducer, listeners, one run at a time,
+//!   abort, steering and follow-up messages.
 
 pub mod event_stream;
 
 mod block_on;
 pub use block_on::block_on;
 
+pub mod agent;
 pub mod agent_loop;
 pub mod assistant_stream;
 pub mod coding_tools;

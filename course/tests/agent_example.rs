@@ -1,16 +1,17 @@
-//! The `agent` example (chapters 07 and 08) as a user runs it: the built
-//! binary, in chapter 08's state (the loop of chapter 07 with the coding
-//! tools), with its own demo server or a server this test starts on
-//! 127.0.0.1 that asks for the coding tools and records what it is sent;
-//! its answer on stdout with the tools' transcript on stderr, or `--json`.
+//! The `agent` example of chapter 09 as a user runs it: the built binary,
+//! with its own demo server or a server this test starts on 127.0.0.1 that
+//! asks for the coding tools and records what it is sent; the answer on
+//! stdout or, with `--json`, each event as a JSON line; Ctrl-C sent as
+//! SIGINT.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 use std::{fs, thread};
 
 use serde_json::{Value, json};
@@ -137,7 +138,6 @@ fn the_demo_reads_writes_and_edits_a_note_under_target_and_shows_it_with_bash() 
         (&json!("stop"), &json!(4))
     );
     let messages = last["messages"].as_array().unwrap();
-    // A system message (`--system`) has text, not blocks.
     let calls: Vec<&Value> = messages
         .iter()
         .filter_map(|message| message["content"].as_array())
@@ -361,12 +361,160 @@ fn a_files_control_characters_are_escaped_in_the_transcript_and_kept_in_json() {
     }
 }
 
+/// Starts `agent` in `folder` with `args`, its stdout and stderr piped.
+fn spawn_agent(folder: &Path, args: &[&str]) -> Child {
+    Command::new(agent())
+        .args(args)
+        .current_dir(folder)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agent starts")
+}
+
+/// Sends SIGINT to `child`, as Ctrl-C does, with the `kill` command.
+fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits for `child` and returns its exit code, the rest of its stdout and
+/// its stderr.
+fn wait_for_end(mut child: Child, mut stdout: impl Read) -> (Option<i32>, String, String) {
+    let (mut rest, mut stderr) = (String::new(), String::new());
+    stdout.read_to_string(&mut rest).unwrap();
+    let mut child_stderr = child.stderr.take().unwrap();
+    child_stderr.read_to_string(&mut stderr).unwrap();
+    (child.wait().unwrap().code(), rest, stderr)
+}
+
+#[test]
+fn the_first_ctrl_c_aborts_the_run_while_the_model_streams() {
+    let base_url = stalled_answer();
+    // No `--system`: messages[1] is the answer.
+    let folder = TempDir::new("agent-ctrl-c-");
+    let mut child = spawn_agent(
+        &folder.0,
+        // Without the abort, the stalled answer would end the run in error.
+        &[
+            "--base-url",
+            &base_url,
+            "--model",
+            "m",
+            "--idle-timeout",
+            "10",
+            "--json",
+            "hi",
+        ],
+    );
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let delta = read_until(&mut stdout, "text_delta");
+    assert!(delta.contains(r#""delta":"partial""#), "{delta}");
+
+    interrupt(&child);
+
+    let (code, rest, stderr) = wait_for_end(child, stdout);
+    assert_eq!(code, Some(1), "{stderr}");
+    let run: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&run["reason"], &run["steps"]),
+        (&json!("aborted"), &json!(1))
+    );
+    let answer = &run["messages"][1];
+    assert_eq!(
+        (&answer["stopReason"], &answer["content"][0]["text"]),
+        (&json!("aborted"), &json!("partial")),
+        "the partial is kept"
+    );
+}
+
+/// Reads lines from `reader` until one contains `wanted`; all of them.
+fn read_until(reader: &mut impl BufRead, wanted: &str) -> String {
+    let mut read = String::new();
+    while !read.contains(wanted) {
+        let more = reader.read_line(&mut read).unwrap();
+        assert!(more > 0, "ended before {wanted:?}: {read}");
+    }
+    read
+}
+
+#[test]
+fn the_first_ctrl_c_aborts_the_run_and_ends_the_running_command() {
+    let folder = TempDir::new("agent-example-ctrl-c-");
+    // The command says it runs through a FIFO: opening it for reading waits
+    // for the command to open it for writing.
+    let gate = folder.0.join("gate");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let calls = vec![
+        tool_call(
+            0,
+            "c1",
+            "bash",
+            json!({ "command": "printf running > gate && sleep 20" }),
+        ),
+        finish("tool_calls"),
+    ];
+    let (base_url, requests) = serve(vec![calls]);
+    let mut child = spawn_agent(
+        &folder.0,
+        &["--base-url", &base_url, "--model", "m", "wait"],
+    );
+    // Opened on a thread: a command that never runs leaves it waiting.
+    let (opened, running) = mpsc::channel();
+    thread::spawn(move || {
+        let mut said = String::new();
+        let _ = fs::File::open(&gate).and_then(|mut gate| gate.read_to_string(&mut said));
+        let _ = opened.send(said);
+    });
+    let running = running.recv_timeout(Duration::from_secs(20));
+    assert_eq!(running.as_deref(), Ok("running"), "the command runs");
+
+    interrupt(&child);
+
+    let stdout = child.stdout.take().unwrap();
+    let (code, stdout, stderr) = wait_for_end(child, stdout);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("[工具调用 c1] bash")
+            && stderr.contains("[工具结果 c1]（错误）\n(exit signal)\n"),
+        "the command was ended by the agent's signal: {stderr}"
+    );
+    assert!(
+        stderr.ends_with("—— 运行结束：aborted，1 次模型调用\n"),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "", "no answer: the run ended at its only call");
+    requests.recv().unwrap();
+    assert!(requests.try_recv().is_err(), "no request after the abort");
+}
+
 /// A server that answers its requests, one per connection, with `answers`
 /// in order (each a list of `data` payloads), and hands over each request's
-/// JSON body as it arrives; a request past the last answer is the last it
-/// reads.
+/// JSON body as it arrives.
 fn serve(answers: Vec<Vec<Value>>) -> (String, Receiver<Value>) {
     let answers = Mutex::new(answers.into_iter());
+    serve_by(move |_| answers.lock().unwrap().next())
+}
+
+/// A server that answers each request, one per connection, with what
+/// `answer` gives for its JSON body, and hands over each body as it
+/// arrives; a request `answer` has nothing for is the last it reads.
+fn serve_by(
+    answer: impl Fn(&Value) -> Option<Vec<Value>> + Send + 'static,
+) -> (String, Receiver<Value>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
     let (sender, requests) = mpsc::channel();
@@ -388,7 +536,7 @@ fn serve(answers: Vec<Vec<Value>>) -> (String, Receiver<Value>) {
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             let request: Value = serde_json::from_slice(&body).unwrap();
-            let payloads = answers.lock().unwrap().next();
+            let payloads = answer(&request);
             let _ = sender.send(request);
             let Some(payloads) = payloads else {
                 return;
@@ -403,4 +551,34 @@ fn serve(answers: Vec<Vec<Value>>) -> (String, Receiver<Value>) {
         }
     });
     (base_url, requests)
+}
+
+/// A server that answers one request with one delta, `partial`, and then
+/// holds the answer until the client hangs up.
+fn stalled_answer() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    thread::spawn(move || {
+        let (mut connection, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(connection.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let delta = json!({ "choices": [{ "index": 0, "delta": { "content": "partial" } }] });
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: {delta}\n\n"
+        );
+        connection.write_all(head.as_bytes()).unwrap();
+        while matches!(reader.read(&mut [0; 64]), Ok(read) if read > 0) {} // until the client closes
+    });
+    base_url
 }
