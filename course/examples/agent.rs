@@ -1,24 +1,18 @@
-//! The agent the chapters built, runnable: chapter 13's runtime, which
-//! wires chapter 09's `Agent`, chapter 08's coding tools in the current
-//! folder, chapter 10's session, chapter 11's context budget and chapter
-//! 12's resources — a small coding agent you keep open.
+//! The agent the chapters built so far, runnable: chapter 09's `Agent`
+//! with chapter 08's coding tools in the current folder — a small coding
+//! agent.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--mode print|json|interactive] [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--leaf ID] [--compact]] [--no-resources] [--unrestricted] [PROMPT]
+//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
-//! Modes (chapter 13's `run_mode`: a mode only chooses how a run is
-//! written; the run is saved before anything is written):
-//! * `print` (the default with a PROMPT): the final answer's text on
-//!   stdout; what the tools do is said on stderr as it happens.
-//! * `json` (`--json` too): each loop event as one JSON line as it happens
-//!   (chapter 07's wire), then the run `{"reason","steps","messages"}`.
-//! * `interactive` (the default without a PROMPT): one prompt per line of
-//!   stdin, one runtime for all of them, so the conversation goes on; each
-//!   answer as in `print`. Ctrl-C aborts the running prompt and returns to
-//!   the next line (at the prompt it says that a second press ends the
-//!   program); Ctrl-D (the end of stdin) ends. A PROMPT given too is
-//!   the first line.
+//! One `Agent` in the process, its system prompt from `--system`; PROMPT
+//! is one `prompt` on it, and the conversation ends with the process. The final
+//! answer's text goes to stdout; what the tools do is said on stderr as it
+//! happens (a listener of the agent's events). With `--json`, stdout gets
+//! each loop event as one JSON line as it happens (chapter 07's wire),
+//! then the run `{"reason","steps","messages"}`. A failed write to stdout
+//! aborts the run.
 //!
 //! Four tools (`create_coding_tools`): `read`, `write`, `edit` and `bash`,
 //! with the current folder as their workspace. A path that leaves it
@@ -32,80 +26,29 @@
 //! ignores) and edits it, shows it with bash, and answers with the
 //! project's name.
 //!
-//! The first Ctrl-C aborts the running prompt through the runtime's control
-//! (the model and the tools see its signal); its run is saved as it ended.
-//! A second one before the run ends, or two at the prompt, end the process
-//! at once (exit 130). Exit 0 when the (last) run ended with stop, or
-//! interactive mode ended with Ctrl-D; 1 otherwise; 2 for bad arguments
-//! (`--max-steps 0` too) and a session file that is not one.
-//!
-//! `--session FILE` keeps the conversation in a session file (created if
-//! missing; see `session_file`): the runtime continues the path to the
-//! newest entry, or to `--leaf ID` (a branch: what follows becomes that
-//! entry's child), and appends each prompt's messages once its run ends,
-//! before the answer is written. A process killed in the middle of a run
-//! loses that run, nothing before it; a torn last line is cut off, and a
-//! call left without a result is paired with an error result, both said on
-//! stderr. One failed append ends the runtime: every later prompt fails
-//! with that error (exit 1). `--system` counts in a new session only: a
-//! resumed one keeps the system prompt it has. Without `--session` the
-//! conversation lives in memory (chapter 10's `InMemorySessionStore`).
-//!
-//! Every request is rebuilt by the runtime from the saved path plus the
-//! messages not saved yet (chapter 11's `build_context`), so the latest
-//! compaction's summary leads, system messages fold into one, and whole
-//! interactions are kept, newest first. `--context-tokens N` is the budget,
-//! counted with a stated estimate ([`estimate_tokens`]: a message costs the
-//! UTF-8 bytes of its JSON in the request, divided by 4, rounded up; the
-//! tool definitions are counted the same way and come off first). An
-//! interaction that alone is over the budget is sent whole anyway and said
-//! on stderr (`single_group_overflow`). `--compact` (with `--session`)
-//! first has the model sum up everything before the newest interaction as
-//! a compaction entry (`session_file::compact`).
-//!
-//! The current folder is the one resource root (chapter 12's
-//! `discover_resources`): the runtime puts its `AGENTS.md` and the name and
-//! description of each `skills/*/SKILL.md` in the `pi-resources` section of
-//! the system message it saves with a prompt, and patches a resumed
-//! session only when that section changed. What was loaded is said on
-//! stderr. A resource that cannot be read stops before any model call
-//! (exit 2), naming the file. `--no-resources` reads none (and the runtime
-//! takes a resumed session's section out). Skill bodies, templates and
-//! extensions are chapter 12's API, not this command line's: the runtime
-//! shows the catalog, and this program compiles in no extension to trust.
+//! The first Ctrl-C aborts the run through `Agent::abort` (the model and
+//! the tools see its signal); a second one before the run ends exits at
+//! once (130). Exit 0 when the run ended with stop, 1 otherwise, 2 for bad
+//! arguments (`--max-steps 0` too).
 
 mod cli;
-mod session_file;
 
 use std::env;
 use std::ffi::OsString;
-use std::io::{self, BufRead, Read};
+use std::io::Read;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 
 use cli::{Cli, Out, Parsed};
-use course::agent::{AgentEvent, AgentStatus};
-use course::agent_loop::{LoopEvent, RunReason};
-use course::assistant_stream::AssistantMessageEventStream;
+use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions};
+use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
-use course::composition::{
-    ContextBudget, Runtime, RuntimeConfig, RuntimeDeps, RuntimeError, RuntimeMode, SharedSession,
-    create_runtime, run_mode,
-};
-use course::provider_adapter::{OpenAiCompatibleModel, to_provider_messages, to_provider_tools};
-use course::resources::{RESOURCE_SECTION, ResourceCatalog, discover_resources};
-use course::session::InMemorySessionStore;
-use course::types::{
-    AgentContext, AgentMessage, AssistantContent, Model, StreamOptions, TextContent,
-    current_system_message, text_of,
-};
-use serde::Serialize;
+use course::provider_adapter::OpenAiCompatibleModel;
+use course::types::{AgentMessage, AssistantContent, TextContent, text_of};
 use serde_json::{Value, json};
-use session_file::COMPACT_INSTRUCTION;
 
 /// The file the demo reads: it names the project.
 const DEMO_FILE: &str = "course/Cargo.toml";
@@ -113,34 +56,22 @@ const DEMO_FILE: &str = "course/Cargo.toml";
 /// The note the demo writes and edits: under `target/`, which git ignores.
 const DEMO_NOTE: &str = "target/agent-demo/note.md";
 
-/// A tool result longer than this is cut on stderr (the model and `json`
+/// A tool result longer than this is cut on stderr (the model and `--json`
 /// get all of it).
 const SHOWN_CHARS: usize = 1_500;
 
-/// The runtime of this process.
-type Coding = Runtime<Budgeted>;
+/// The agent of this process.
+type Coding = Agent<OpenAiCompatibleModel>;
 
 /// What the command line asks for beyond `cli`'s flags.
 struct Options {
-    mode: RuntimeMode,
     max_steps: Option<usize>,
-    /// `--context-tokens`; `None` is no limit.
-    budget: Option<u64>,
-    session: Option<PathBuf>,
-    leaf: Option<String>,
-    compact: bool,
-    no_resources: bool,
     unrestricted: bool,
 }
 
 fn main() -> ExitCode {
-    let usage = cli::usage(
-        "agent",
-        " [--mode print|json|interactive] [--max-steps N] [--context-tokens N] [--session FILE [--leaf ID] [--compact]] [--no-resources] [--unrestricted]",
-    );
-    let switch = |arg: &OsString| {
-        ["--unrestricted", "--compact", "--no-resources"].contains(&arg.to_str().unwrap_or(""))
-    };
+    let usage = cli::usage("agent", " [--max-steps N] [--unrestricted]");
+    let switch = |arg: &OsString| arg == "--unrestricted";
     // The switches are taken out before `cli` reads the rest; after `--`
     // every word is the prompt's, those too.
     let all: Vec<OsString> = env::args_os().skip(1).collect();
@@ -148,14 +79,7 @@ fn main() -> ExitCode {
     let (switches, before): (Vec<OsString>, Vec<OsString>) =
         all[..end].iter().cloned().partition(switch);
     let args = before.into_iter().chain(all[end..].iter().cloned());
-    let own = [
-        "--mode",
-        "--max-steps",
-        "--context-tokens",
-        "--session",
-        "--leaf",
-    ];
-    let parsed = cli::parse_any(args, &own, |name| env::var(name).ok());
+    let parsed = cli::parse(args, &["--max-steps"], |name| env::var(name).ok());
     let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
@@ -172,34 +96,6 @@ fn main() -> ExitCode {
         Err(error) => {
             cli::say(&format!("无法确定当前目录：{error}"));
             return ExitCode::from(1);
-        }
-    };
-    // The session first: a file that is not one stops before any model call.
-    let opened = options
-        .session
-        .as_ref()
-        .map(|file| session_file::open(file, options.leaf.as_deref()));
-    let mut opened = match opened.transpose() {
-        Ok(opened) => opened,
-        Err((code, problem)) => {
-            cli::say(&problem);
-            return ExitCode::from(code);
-        }
-    };
-    let resumed: Vec<AgentMessage> = opened.as_ref().map_or(Vec::new(), |opened| {
-        opened
-            .path
-            .iter()
-            .filter_map(session_file::message_of)
-            .collect()
-    });
-    say_if_system_differs(&cli, &resumed);
-    // The resources next: one that cannot be read stops here too.
-    let resources = match resources(&cwd, options.no_resources, &resumed) {
-        Ok(resources) => resources,
-        Err(problem) => {
-            cli::say(&cli::readable(&problem));
-            return ExitCode::from(2);
         }
     };
     let containment = match options.unrestricted {
@@ -232,111 +128,49 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let (true, Some(opened)) = (options.compact, &mut opened) {
-        let compacted =
-            session_file::compact(opened, &model, options.budget, estimate_tokens, &pressed);
-        if let Err(problem) = compacted {
-            cli::say(&problem);
-            return ExitCode::from(1);
-        }
-    }
-    // The budget for messages: the tool definitions come off first.
-    let definitions = tools.definitions();
-    let tool_tokens = to_provider_tools(Some(&definitions)).map_or(0, |tools| tokens_of(&tools));
-    let budget = (options.budget).map_or(u64::MAX, |budget| budget.saturating_sub(tool_tokens));
-    let (session, active_leaf_id): (SharedSession, _) = match opened {
-        Some(opened) => {
-            let leaf = opened.leaf();
-            (Arc::new(Mutex::new(opened.store)), leaf)
-        }
-        None => (Arc::new(Mutex::new(InMemorySessionStore::default())), None),
-    };
-    let config = RuntimeConfig {
-        active_leaf_id,
+    let agent = Arc::new(Agent::new(AgentOptions {
         system_prompt: cli.system.clone(),
         max_steps: options.max_steps,
-        context: ContextBudget {
-            total: budget,
-            reserved_output: 0,
-            safety_margin: 0,
-            estimate_tokens: Arc::new(estimate_tokens),
-        },
-    };
-    let deps = RuntimeDeps {
-        model: Budgeted { model, budget },
-        tools,
-        session,
-        resources: Arc::new(resources),
-        extension_host: None,
-        create_id: Box::new(session_file::new_id),
-        now: Box::new(session_file::now),
-    };
-    let runtime = match create_runtime(config, deps) {
-        Ok(runtime) => Arc::new(runtime),
+        ..AgentOptions::new(model, tools)
+    }));
+    abort_on_ctrl_c(&agent, &pressed);
+    let out = Arc::new(Mutex::new(Out::new()));
+    show_events(&agent, &out, cli.json);
+    let run = match agent.prompt(&cli.prompt, PromptOptions::default()) {
+        Ok(run) => run,
         Err(error) => {
-            cli::say(&format!("无法创建 runtime：{error}"));
+            cli::say(&format!("这次 prompt 失败了：{error}"));
             return ExitCode::from(1);
         }
     };
-    abort_on_ctrl_c(&runtime, &pressed, options.mode == RuntimeMode::Interactive);
-    let out = Arc::new(Mutex::new(Out::new()));
-    show_events(&runtime, &out, options.mode);
-    let code = match options.mode {
-        RuntimeMode::Interactive => interactive(&runtime, &out, &pressed, &cli.prompt),
-        mode => match prompt_once(&runtime, &out, mode, &cli.prompt) {
-            Ok(RunReason::Stop) => ExitCode::SUCCESS,
-            _ => ExitCode::from(1),
-        },
-    };
-    // Every accepted prompt is answered, so this waits for nothing more.
-    let _ = runtime.dispose().wait();
-    code
+    if !write_run(&out, &run, cli.json) {
+        return ExitCode::from(1);
+    }
+    if run.reason != RunReason::Stop {
+        cli::say(&format!(
+            "—— 运行结束：{}，{} 次模型调用",
+            reason(run.reason),
+            run.steps
+        ));
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 /// The rest of `--help`.
-const HELP: &str = "--mode：print（有 PROMPT 时的默认）只把最终回答写到 stdout；json（也可写 --json）每个事件一行 JSON，最后一行是这次运行；interactive（没有 PROMPT 时的默认）从 stdin 每行读一个 prompt，对话一直接着，Ctrl-C 中止当前运行，Ctrl-D 结束。\n--session FILE：对话存进会话文件，下次接着最新的一条继续；--leaf ID 从这一条接着写（一条新分支）。每个 prompt 的消息在它的运行结束、回答写出之前存好。\n--context-tokens N：每次请求只带预算放得下的部分：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起）。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。最新的一次交互单独就超出预算时，照样整段发送，并在 stderr 说明（single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n资源：当前目录的 AGENTS.md 和 skills/*/SKILL.md 的名字与描述由 runtime 放进 system 消息的 pi-resources 段落（计入 --context-tokens 的预算）。--no-resources：不读取资源。";
+const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
-/// model call at all is no run, and a budget of nothing sends nothing, so
-/// each `N` is at least 1.
+/// model call at all is no run, so `N` is at least 1.
 fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options)>, String> {
     let Parsed::Run(cli) = parsed else {
         return Ok(None);
     };
     let value =
         |flag: &str| (cli.own.iter()).find_map(|(name, value)| (name == flag).then_some(value));
-    let mode = match (value("--mode"), cli.json) {
-        (Some(mode), false) => mode
-            .parse()
-            .map_err(|error: RuntimeError| error.to_string())?,
-        (Some(mode), true) if mode != "json" => {
-            return Err(format!(
-                "--json 就是 --mode json，不能和 --mode {mode} 一起给"
-            ));
-        }
-        (_, true) => RuntimeMode::Json,
-        (None, false) if cli.prompt.is_empty() => RuntimeMode::Interactive,
-        (None, false) => RuntimeMode::Print,
-    };
-    if mode != RuntimeMode::Interactive && cli.prompt.is_empty() {
-        return Err("缺少 PROMPT（或者用 --mode interactive 逐行输入）".to_string());
-    }
     let switch = |name: &str| switches.iter().any(|switch| switch == name);
-    let session = value("--session").map(PathBuf::from);
-    let leaf = value("--leaf").cloned();
-    if session.is_none() && (leaf.is_some() || switch("--compact")) {
-        return Err(
-            "--leaf 和 --compact 要和 --session FILE 一起用：它们说的是会话文件。".to_string(),
-        );
-    }
     let options = Options {
-        mode,
         max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
-        budget: at_least_one(value("--context-tokens"), "--context-tokens")?,
-        session,
-        leaf,
-        compact: switch("--compact"),
-        no_resources: switch("--no-resources"),
         unrestricted: switch("--unrestricted"),
     };
     Ok(Some((cli, options)))
@@ -353,148 +187,38 @@ fn at_least_one(value: Option<&String>, flag: &str) -> Result<Option<u64>, Strin
     }
 }
 
-/// A resumed conversation keeps the system prompt it has (the runtime
-/// patches only the resources): said when `--system` asks for another.
-fn say_if_system_differs(cli: &Cli, resumed: &[AgentMessage]) {
-    let current = current_system_message(resumed).map(|system| system.content);
-    if let (Some(system), Some(current)) = (&cli.system, current) {
-        if *system != current {
-            cli::say("会话已经开始：system prompt 以会话文件里的为准，这次的 --system 不用。");
+/// Writes the run as it ended: the last assistant message's text (control
+/// characters escaped), or with `--json` the run as one JSON line. `false`
+/// when stdout failed (said on stderr by `Out`).
+fn write_run(out: &Mutex<Out>, run: &AgentRunResult, json: bool) -> bool {
+    let output = match json {
+        true => {
+            let line = serde_json::to_string(run).expect("a run serializes");
+            format!("{line}\n")
         }
-    }
-}
-
-/// The workspace's resources for the runtime (chapter 12): the current
-/// folder as the one root, said on stderr; none with `--no-resources`.
-fn resources(root: &Path, none: bool, resumed: &[AgentMessage]) -> Result<ResourceCatalog, String> {
-    if none {
-        let current = current_system_message(resumed).and_then(|system| system.sections);
-        let had = current.is_some_and(|sections| {
-            (sections.iter()).any(|(name, value)| name == RESOURCE_SECTION && value.is_some())
-        });
-        cli::say(match had {
-            true => "--no-resources：不读取资源，会话里原有的资源段落这次移除。",
-            false => "--no-resources：不读取当前目录的 AGENTS.md 和 skills。",
-        });
-        return Ok(ResourceCatalog::default());
-    }
-    let catalog = discover_resources(&[root]).map_err(|error| {
-        format!(
-            "资源无法读取（还没有调用模型）：{error}。修好它，或用 --no-resources 不带资源运行。"
-        )
-    })?;
-    let mut said = Vec::new();
-    if let Some(instructions) = &catalog.instructions {
-        let (source, bytes) = (instructions.source.display(), instructions.body.len());
-        said.push(format!("AGENTS.md（{source}，{bytes} 字节）"));
-    }
-    if !catalog.skills.is_empty() {
-        let names: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
-        said.push(format!("skills 目录 {}", names.join("、")));
-    }
-    if !said.is_empty() {
-        cli::say(&cli::readable(&format!(
-            "已载入资源：{}。runtime 把它们放在 system 消息的 {RESOURCE_SECTION} 段落里发给模型。",
-            said.join("；")
-        )));
-    }
-    Ok(catalog)
-}
-
-/// One prompt through chapter 13's `run_mode`: the run is saved, then
-/// written as `mode` writes it. A run that did not end with stop is said on
-/// stderr; so is an error of the runtime.
-fn prompt_once(
-    runtime: &Coding,
-    out: &Mutex<Out>,
-    mode: RuntimeMode,
-    prompt: &str,
-) -> Result<RunReason, RuntimeError> {
-    let write = |output: &str| {
-        let shown = match mode {
-            RuntimeMode::Json => output.to_string(),
-            _ if output.is_empty() || output.ends_with('\n') => cli::readable(output),
-            _ => cli::readable(&format!("{output}\n")),
-        };
-        match out.lock().unwrap().write(&shown) {
-            true => Ok(()),
-            false => Err(io::Error::other("标准输出写入失败")),
+        false => {
+            let mut messages = run.messages.iter().rev();
+            let last = messages.find(|message| matches!(message, AgentMessage::Assistant(_)));
+            let answer = last.map(text_of).unwrap_or_default();
+            match answer.is_empty() || answer.ends_with('\n') {
+                true => cli::readable(&answer),
+                false => cli::readable(&format!("{answer}\n")),
+            }
         }
     };
-    match run_mode(runtime, mode, prompt, write) {
-        Ok(run) => {
-            if run.reason != RunReason::Stop {
-                cli::say(&format!(
-                    "—— 运行结束：{}，{} 次模型调用",
-                    reason(run.reason),
-                    run.steps
-                ));
-            }
-            Ok(run.reason)
-        }
-        Err(error) => {
-            if !matches!(error, RuntimeError::Output(_)) {
-                cli::say(&format!("这次 prompt 失败了：{error}"));
-            }
-            Err(error)
-        }
-    }
+    out.lock().unwrap().write(&output)
 }
 
-/// `interactive`: a prompt per line of stdin, on one runtime, until Ctrl-D
-/// (or a runtime error: a failed append fails every later prompt too).
-/// Ctrl-C is for the run going on: the flag it sets is cleared before each
-/// prompt and after it.
-fn interactive(runtime: &Coding, out: &Mutex<Out>, pressed: &AtomicBool, first: &str) -> ExitCode {
-    cli::say("交互模式：每行一个 prompt，对话一直接着；Ctrl-C 中止当前运行，Ctrl-D 结束。");
-    let mut next = Some(first.to_string()).filter(|first| !first.is_empty());
-    let stdin = io::stdin();
-    loop {
-        let prompt = match next.take() {
-            Some(prompt) => prompt,
-            None => {
-                eprint!("> ");
-                let mut line = Vec::new();
-                match stdin.lock().read_until(b'\n', &mut line) {
-                    Ok(0) => {
-                        eprintln!();
-                        return ExitCode::SUCCESS;
-                    }
-                    Ok(_) => match String::from_utf8(line) {
-                        Ok(line) => line.trim_end_matches(['\n', '\r']).to_string(),
-                        Err(_) => {
-                            cli::say("这一行不是 UTF-8 文本，没有发送；请换用 UTF-8 输入。");
-                            continue;
-                        }
-                    },
-                    Err(error) => {
-                        cli::say(&format!("无法读取标准输入：{error}"));
-                        return ExitCode::from(1);
-                    }
-                }
-            }
-        };
-        if prompt.trim().is_empty() {
-            continue;
-        }
-        pressed.store(false, Ordering::SeqCst);
-        if prompt_once(runtime, out, RuntimeMode::Interactive, &prompt).is_err() {
-            return ExitCode::from(1);
-        }
-        pressed.store(false, Ordering::SeqCst);
-    }
-}
-
-/// Shows the runs as they happen: in `json`, each loop event as one JSON
+/// Shows the run as it happens: with `--json`, each loop event as one JSON
 /// line on stdout (a failed write aborts the run: nobody reads on);
 /// otherwise what the tools do, on stderr, control characters escaped.
-fn show_events(runtime: &Arc<Coding>, out: &Arc<Mutex<Out>>, mode: RuntimeMode) {
-    let (handle, out) = (Arc::downgrade(runtime), Arc::clone(out));
-    runtime.control().subscribe(move |event| {
+fn show_events(agent: &Arc<Coding>, out: &Arc<Mutex<Out>>, json: bool) {
+    let (handle, out) = (Arc::downgrade(agent), Arc::clone(out));
+    agent.subscribe(move |event| {
         let AgentEvent::Loop { event, .. } = event else {
             return;
         };
-        if mode != RuntimeMode::Json {
+        if !json {
             eprint!("{}", cli::readable(&show(event)));
             return;
         }
@@ -505,26 +229,18 @@ fn show_events(runtime: &Arc<Coding>, out: &Arc<Mutex<Out>>, mode: RuntimeMode) 
     });
 }
 
-/// Each Ctrl-C aborts the running prompt: the signal handler writes a byte
-/// to a socket (`cli::ctrl_c` has already made it set `pressed`), and a
-/// thread woken by it calls `abort`, which a handler itself must not (it
-/// locks). A press just before a run starts aborts the run as it starts.
-/// In interactive mode a press while no prompt runs says what the next one
-/// does, so the first press is not met with silence.
-fn abort_on_ctrl_c(runtime: &Arc<Coding>, pressed: &Arc<AtomicBool>, interactive: bool) {
+/// Each Ctrl-C aborts the run: the signal handler writes a byte to a
+/// socket (`cli::ctrl_c` has already made it set `pressed`), and a thread
+/// woken by it calls `abort`, which a handler itself must not (it locks).
+/// A press just before the run starts aborts the run as it starts.
+fn abort_on_ctrl_c(agent: &Arc<Coding>, pressed: &Arc<AtomicBool>) {
     use signal_hook::consts::SIGINT;
     use signal_hook::low_level::pipe;
     let woken = UnixStream::pair().and_then(|(mut woken, wake)| {
         pipe::register(SIGINT, wake)?;
-        let handle = Arc::downgrade(runtime);
+        let handle = Arc::downgrade(agent);
         thread::Builder::new().spawn(move || {
             while woken.read(&mut [0]).is_ok_and(|read| read > 0) {
-                let idle = handle
-                    .upgrade()
-                    .map(|runtime| runtime.control().state().status);
-                if interactive && idle == Some(AgentStatus::Idle) {
-                    cli::say("\n没有正在运行的 prompt：再按一次 Ctrl-C 退出，Ctrl-D 结束。");
-                }
                 abort(&handle);
             }
         })
@@ -532,24 +248,24 @@ fn abort_on_ctrl_c(runtime: &Arc<Coding>, pressed: &Arc<AtomicBool>, interactive
     if let Err(error) = woken {
         cli::say(&format!("无法接管 Ctrl-C：{error}"));
     }
-    let (handle, pressed) = (Arc::downgrade(runtime), Arc::clone(pressed));
-    runtime.control().subscribe(move |event| {
+    let (handle, pressed) = (Arc::downgrade(agent), Arc::clone(pressed));
+    agent.subscribe(move |event| {
         if matches!(event, AgentEvent::RunStart { .. }) && pressed.load(Ordering::SeqCst) {
             abort(&handle);
         }
     });
 }
 
-/// Aborts the running prompt, if there still is a runtime. Listeners and
-/// the Ctrl-C thread hold a `Weak` handle: the runtime must not own itself.
+/// Aborts the run, if there still is an agent. Listeners and the Ctrl-C
+/// thread hold a `Weak` handle: the agent must not own itself.
 fn abort(handle: &Weak<Coding>) {
-    if let Some(runtime) = handle.upgrade() {
-        runtime.control().abort();
+    if let Some(agent) = handle.upgrade() {
+        agent.abort();
     }
 }
 
-/// One loop event as `print` and `interactive` say it on stderr: what an
-/// answer that asks for tools says, each call, each result.
+/// One loop event as it is said on stderr: what an answer that asks for
+/// tools says, each call, each result.
 fn show(event: &LoopEvent) -> String {
     match event {
         LoopEvent::AssistantMessage { message } => match &message.error_message {
@@ -606,62 +322,13 @@ fn reason(reason: RunReason) -> &'static str {
     }
 }
 
-/// Chapter 05's model behind the runtime's projection, which has already
-/// rebuilt the request to the budget: says on stderr when what it was
-/// handed is still over it (chapter 11's `single_group_overflow`: the
-/// newest interaction alone does not fit; it is the one the model must
-/// answer, so it is sent whole, and the provider's own limit has the last
-/// word).
-struct Budgeted {
-    model: OpenAiCompatibleModel,
-    /// Tokens for messages, the tool definitions already taken off.
-    budget: u64,
-}
-
-impl Model for Budgeted {
-    type Stream = AssistantMessageEventStream;
-
-    fn stream(&self, context: &AgentContext, options: StreamOptions) -> Self::Stream {
-        let used: u64 = context.messages.iter().map(estimate_tokens).sum();
-        if used > self.budget {
-            cli::say(&format!(
-                "上下文超出预算（single_group_overflow）：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {}。最新的一次交互单独就放不下，仍然整段发送：拆开它，工具调用和结果就分家了。",
-                self.budget
-            ));
-        }
-        self.model.stream(context, options)
-    }
-}
-
-/// The stated estimate: a message costs the UTF-8 bytes of its JSON as the
-/// request carries it (chapter 05's wire message), divided by 4, rounded
-/// up. Rough on purpose (low for Chinese, 3 bytes a character); a real
-/// tokenizer could take its place, as the runtime takes any estimator.
-fn estimate_tokens(message: &AgentMessage) -> u64 {
-    let context = AgentContext {
-        messages: vec![message.clone()],
-        tools: None,
-    };
-    to_provider_messages(&context).iter().map(tokens_of).sum()
-}
-
-/// The UTF-8 bytes of `value`'s JSON, divided by 4, rounded up.
-fn tokens_of(value: &impl Serialize) -> u64 {
-    let json = serde_json::to_string(value).expect("wire values serialize");
-    json.len().div_ceil(4) as u64
-}
-
 /// The demo server's side of the conversation, read from what the request
-/// carries since its last user message (a resumed session carries more
-/// before it): read the file that names the project; then write a note
+/// carries since its last user message: read the file that names the project; then write a note
 /// and edit it, both in one turn (the loop runs them in call order, since
 /// they name one file); then show it with bash; then answer. A failed read
 /// (not in the course's folder) ends the demo with an answer at once.
 fn demo(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
-    if cli::last_user_text(request) == COMPACT_INSTRUCTION {
-        return cli::text_answer(&demo_summary(messages.len() - 1).to_string());
-    }
     let asked = messages.iter().rposition(|m| m["role"] == "user");
     let results: Vec<&str> = messages[asked.map_or(0, |at| at + 1)..]
         .iter()
@@ -705,20 +372,6 @@ fn demo(request: &Value) -> Vec<Value> {
     }
     answer.push(json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }));
     answer
-}
-
-/// The demo's summary for `--compact`: the seven fields, from what it
-/// knows of its own round.
-fn demo_summary(messages: usize) -> Value {
-    json!({
-        "goal": "回答这个项目叫什么",
-        "constraints": ["只在 target/ 下写文件"],
-        "completed": [format!("读过摘要前的 {messages} 条消息")],
-        "decisions": [],
-        "changedFiles": [DEMO_NOTE],
-        "unresolved": [],
-        "next": ["回答新的问题"],
-    })
 }
 
 /// The demo's last words: the project's name, and the line bash showed.

@@ -27,18 +27,6 @@
 //! * Chapter 09 — [`agent`]: an agent that keeps one transcript across
 //!   runs: state derived by a pure reducer, listeners, one run at a time,
 //!   abort, steering and follow-up messages.
-//! * Chapter 10 — [`session`]: the session tree: entries that point at
-//!   their parent, appended one JSON line at a time to a file that survives
-//!   a crash, and the path from a chosen leaf back to the conversation.
-//! * Chapter 11 — [`context`]: what the model reads, rebuilt from the
-//!   session's path to a token budget: whole interactions, newest first,
-//!   behind the latest compaction summary.
-//! * Chapter 12 — [`resources`]: `AGENTS.md`, skills and templates found in
-//!   resource roots and brought into the context on demand, and extensions
-//!   that pass a trust gate before their code runs, then hook tool calls.
-//! * Chapter 13 — [`composition`]: one runtime that wires the session, the
-//!   agent, the context, resources and extensions, and answers a prompt
-//!   only once its messages are saved.
 
 pub mod event_stream;
 
@@ -49,11 +37,7 @@ pub mod agent;
 pub mod agent_loop;
 pub mod assistant_stream;
 pub mod coding_tools;
-pub mod composition;
-pub mod context;
 pub mod provider_adapter;
-pub mod resources;
 pub mod scripted_model;
-pub mod session;
 pub mod tool;
 pub mod types;
