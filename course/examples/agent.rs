@@ -1,13 +1,12 @@
 //! The agent the chapters built so far, runnable: chapter 09's `Agent`
-//! with chapter 08's coding tools in the current folder — a small coding
-//! agent.
+//! with chapter 08's coding tools in the current folder, and chapter 10's
+//! session file — a small coding agent that remembers a conversation.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--unrestricted] [--json] [--] PROMPT
+//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--session FILE] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
-//! One `Agent` in the process, its system prompt from `--system`; PROMPT
-//! is one `prompt` on it, and the conversation ends with the process. The final
+//! One `Agent` in the process; PROMPT is one `prompt` on it. The final
 //! answer's text goes to stdout; what the tools do is said on stderr as it
 //! happens (a listener of the agent's events). With `--json`, stdout gets
 //! each loop event as one JSON line as it happens (chapter 07's wire),
@@ -29,14 +28,29 @@
 //! The first Ctrl-C aborts the run through `Agent::abort` (the model and
 //! the tools see its signal); a second one before the run ends exits at
 //! once (130). Exit 0 when the run ended with stop, 1 otherwise, 2 for bad
-//! arguments (`--max-steps 0` too).
+//! arguments (`--max-steps 0` too) and a session file that is not one.
+//!
+//! `--session FILE` keeps the conversation in a session file (created if
+//! missing; see `session_file`): the agent starts from the messages on the
+//! path to the newest entry (`AgentOptions::initial_messages`), and once
+//! the run ends, whatever the reason, its new messages are appended, each
+//! the child of the one before, before the answer is written. A failed
+//! append is said and the answer is not written (exit 1). A process killed
+//! in the middle of a run loses that run, nothing before it; one killed
+//! while it saves may leave a torn last line, which the next run cuts off,
+//! and a call without its result, which the next run pairs with an error
+//! result, both said on stderr. `--system` counts in a new session only: a
+//! resumed one keeps the system prompt it has (said on stderr when
+//! `--system` asks for another).
 
 mod cli;
+mod session_file;
 
 use std::env;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -47,7 +61,7 @@ use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions};
 use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
 use course::provider_adapter::OpenAiCompatibleModel;
-use course::types::{AgentMessage, AssistantContent, TextContent, text_of};
+use course::types::{AgentMessage, AssistantContent, TextContent, current_system_message, text_of};
 use serde_json::{Value, json};
 
 /// The file the demo reads: it names the project.
@@ -66,11 +80,15 @@ type Coding = Agent<OpenAiCompatibleModel>;
 /// What the command line asks for beyond `cli`'s flags.
 struct Options {
     max_steps: Option<usize>,
+    session: Option<PathBuf>,
     unrestricted: bool,
 }
 
 fn main() -> ExitCode {
-    let usage = cli::usage("agent", " [--max-steps N] [--unrestricted]");
+    let usage = cli::usage(
+        "agent",
+        " [--max-steps N] [--session FILE] [--unrestricted]",
+    );
     let switch = |arg: &OsString| arg == "--unrestricted";
     // The switches are taken out before `cli` reads the rest; after `--`
     // every word is the prompt's, those too.
@@ -79,7 +97,9 @@ fn main() -> ExitCode {
     let (switches, before): (Vec<OsString>, Vec<OsString>) =
         all[..end].iter().cloned().partition(switch);
     let args = before.into_iter().chain(all[end..].iter().cloned());
-    let parsed = cli::parse(args, &["--max-steps"], |name| env::var(name).ok());
+    let parsed = cli::parse(args, &["--max-steps", "--session"], |name| {
+        env::var(name).ok()
+    });
     let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
@@ -98,6 +118,26 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The session first: a file that is not one stops before any model call.
+    let opened = options
+        .session
+        .as_ref()
+        .map(|file| session_file::open(file));
+    let mut opened = match opened.transpose() {
+        Ok(opened) => opened,
+        Err((code, problem)) => {
+            cli::say(&problem);
+            return ExitCode::from(code);
+        }
+    };
+    let resumed: Vec<AgentMessage> = opened.as_ref().map_or(Vec::new(), |opened| {
+        opened
+            .path
+            .iter()
+            .filter_map(session_file::message_of)
+            .collect()
+    });
+    say_if_system_differs(&cli, &resumed);
     let containment = match options.unrestricted {
         false => Containment::Workspace,
         true => {
@@ -128,8 +168,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A new conversation takes `--system`; a resumed one has its own.
+    let system_prompt = match resumed.is_empty() {
+        true => cli.system.clone(),
+        false => None,
+    };
     let agent = Arc::new(Agent::new(AgentOptions {
-        system_prompt: cli.system.clone(),
+        system_prompt,
+        initial_messages: resumed.clone(),
         max_steps: options.max_steps,
         ..AgentOptions::new(model, tools)
     }));
@@ -143,6 +189,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Saved before anything of the answer is written: what a reader sees
+    // is in the file.
+    if let (Some(opened), Some(file)) = (&mut opened, &options.session) {
+        if let Err(error) = opened.save(&run.messages[resumed.len()..]) {
+            cli::say(&format!(
+                "这次运行没能存进会话文件 {}：{error}。回答没有写出。",
+                file.display()
+            ));
+            return ExitCode::from(1);
+        }
+    }
     if !write_run(&out, &run, cli.json) {
         return ExitCode::from(1);
     }
@@ -158,7 +215,7 @@ fn main() -> ExitCode {
 }
 
 /// The rest of `--help`.
-const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
+const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
 /// model call at all is no run, so `N` is at least 1.
@@ -171,6 +228,7 @@ fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options
     let switch = |name: &str| switches.iter().any(|switch| switch == name);
     let options = Options {
         max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
+        session: value("--session").map(PathBuf::from),
         unrestricted: switch("--unrestricted"),
     };
     Ok(Some((cli, options)))
@@ -184,6 +242,17 @@ fn at_least_one(value: Option<&String>, flag: &str) -> Result<Option<u64>, Strin
     match value.parse::<u64>() {
         Ok(number) if number >= 1 => Ok(Some(number)),
         _ => Err(format!("{flag} 要一个不小于 1 的整数，不是 {value}")),
+    }
+}
+
+/// A resumed conversation keeps the system prompt it has (none, if it
+/// started without one): said when `--system` asks for another.
+fn say_if_system_differs(cli: &Cli, resumed: &[AgentMessage]) {
+    let current = current_system_message(resumed).map(|system| system.content);
+    if let (Some(system), false) = (&cli.system, resumed.is_empty()) {
+        if current.as_ref() != Some(system) {
+            cli::say("会话已经开始：system prompt 以会话文件里的为准，这次的 --system 不用。");
+        }
     }
 }
 
@@ -323,7 +392,8 @@ fn reason(reason: RunReason) -> &'static str {
 }
 
 /// The demo server's side of the conversation, read from what the request
-/// carries since its last user message: read the file that names the project; then write a note
+/// carries since its last user message (a resumed session carries more
+/// before it): read the file that names the project; then write a note
 /// and edit it, both in one turn (the loop runs them in call order, since
 /// they name one file); then show it with bash; then answer. A failed read
 /// (not in the course's folder) ends the demo with an answer at once.

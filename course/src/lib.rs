@@ -27,6 +27,9 @@
 //! * Chapter 09 — [`agent`]: an agent that keeps one transcript across
 //!   runs: state derived by a pure reducer, listeners, one run at a time,
 //!   abort, steering and follow-up messages.
+//! * Chapter 10 — [`session`]: the session tree: entries that point at
+//!   their parent, appended one JSON line at a time to a file that survives
+//!   a crash, and the path from a chosen leaf back to the conversation.
 
 pub mod event_stream;
 
@@ -39,5 +42,6 @@ pub mod assistant_stream;
 pub mod coding_tools;
 pub mod provider_adapter;
 pub mod scripted_model;
+pub mod session;
 pub mod tool;
 pub mod types;

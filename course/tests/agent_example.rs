@@ -1,11 +1,13 @@
-//! The `agent` example of chapter 09 as a user runs it: the built binary,
+//! The `agent` example of chapter 10 as a user runs it: the built binary,
 //! with its own demo server or a server this test starts on 127.0.0.1 that
 //! asks for the coding tools and records what it is sent; the answer on
 //! stdout or, with `--json`, each event as a JSON line; Ctrl-C sent as
-//! SIGINT.
+//! SIGINT; with `--session`, several runs on one session file on disk, and
+//! runs killed by a signal in the middle of an answer or of a line.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -581,4 +583,381 @@ fn stalled_answer() -> String {
         while matches!(reader.read(&mut [0; 64]), Ok(read) if read > 0) {} // until the client closes
     });
     base_url
+}
+
+/// The session file's entries, one per line; every line committed (the
+/// file ends in `\n`) and each entry continuing the one before it.
+fn session_lines(file: &Path) -> Vec<Value> {
+    let text = fs::read_to_string(file).unwrap();
+    assert!(text.ends_with('\n'), "every line committed: {text}");
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for pair in entries.windows(2) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"], "one chain: {text}");
+    }
+    assert_eq!(
+        entries.first().map(|entry| &entry["parentId"]),
+        Some(&Value::Null)
+    );
+    entries
+}
+
+fn roles(entries: &[Value]) -> Vec<&str> {
+    entries
+        .iter()
+        .map(|entry| entry["message"]["role"].as_str().unwrap())
+        .collect()
+}
+
+/// The text of each message of a request body that has text, by role.
+fn said(request: &Value) -> Vec<(String, String)> {
+    let messages = request["messages"].as_array().unwrap();
+    messages
+        .iter()
+        .map(|message| {
+            let role = message["role"].as_str().unwrap().to_string();
+            (role, message["content"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+fn pairs(said: &[(&str, &str)]) -> Vec<(String, String)> {
+    let pairs = said
+        .iter()
+        .map(|(role, text)| (role.to_string(), text.to_string()));
+    pairs.collect()
+}
+
+fn answer(text: &str) -> Vec<Value> {
+    vec![
+        json!({ "choices": [{ "index": 0, "delta": { "content": text } }] }),
+        finish("stop"),
+    ]
+}
+
+/// One run of `agent` with `--session file` against a server that answers
+/// with `answers`; the run must end with stop. Gives its stdout, its stderr
+/// and the requests the server got.
+fn session_run(
+    folder: &Path,
+    file: &Path,
+    answers: Vec<Vec<Value>>,
+    prompt: &[&str],
+) -> (String, String, Vec<Value>) {
+    let (base_url, requests) = serve(answers);
+    let mut args = vec!["--base-url", &base_url, "--model", "m"];
+    args.extend(["--session", file.to_str().unwrap()]);
+    args.extend(prompt);
+    let output = run_agent(folder, &args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    (text(&output.stdout), stderr, requests.try_iter().collect())
+}
+
+#[test]
+fn a_second_run_on_a_session_file_carries_the_first_run_s_messages() {
+    let folder = TempDir::new("agent-session-twice-");
+    fs::write(folder.0.join("note.txt"), "hello\n").unwrap();
+    let file = folder.0.join("sessions/chat.jsonl"); // its folder is created
+    let read = vec![
+        tool_call(0, "c1", "read", json!({ "path": "note.txt" })),
+        finish("tool_calls"),
+    ];
+    let first = ["--system", "be brief", "what does note.txt say?"];
+    let (_, _, first_requests) = session_run(&folder.0, &file, vec![read, answer("hello")], &first);
+    assert_eq!(first_requests.len(), 2);
+    let entries = session_lines(&file);
+    assert_eq!(
+        roles(&entries),
+        ["system", "user", "assistant", "toolResult", "assistant"]
+    );
+    let first_run = fs::read(&file).unwrap();
+
+    // A resumed session keeps its own system prompt.
+    let second = ["--json", "--system", "be verbose", "and again?"];
+    let (stdout, stderr, requests) = session_run(&folder.0, &file, vec![answer("again")], &second);
+
+    // The request carries the first run's messages as the first run sent
+    // them (the system prompt, the call and its result), then its answer.
+    let carried = requests[0]["messages"].as_array().unwrap();
+    let sent_before = first_requests[1]["messages"].as_array().unwrap();
+    assert_eq!(&carried[..4], &sent_before[..], "{carried:#?}");
+    assert_eq!(
+        said(&requests[0]),
+        pairs(&[
+            ("system", "be brief"),
+            ("user", "what does note.txt say?"),
+            ("assistant", ""),
+            ("tool", "   1│ hello\n   2│ "),
+            ("assistant", "hello"),
+            ("user", "and again?"),
+        ])
+    );
+    assert_eq!(carried[2]["tool_calls"][0]["id"], "c1");
+    assert_eq!(carried[3]["tool_call_id"], "c1");
+    assert!(stderr.contains("这次的 --system 不用"), "{stderr}");
+    let run: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(run["messages"].as_array().unwrap().len(), 7);
+
+    // Appended, never rewritten: the first run's bytes are still the start.
+    let both = fs::read(&file).unwrap();
+    assert_eq!(&both[..first_run.len()], &first_run[..]);
+    let entries = session_lines(&file);
+    assert_eq!(
+        roles(&entries),
+        [
+            "system",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+}
+
+/// Sends SIGKILL to `child` by its pid and waits for it.
+fn kill_9(mut child: Child) {
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+}
+
+#[test]
+fn a_run_killed_in_the_middle_of_an_answer_loses_that_run_and_nothing_before_it() {
+    let folder = TempDir::new("agent-session-sigkill-");
+    let file = folder.0.join("chat.jsonl");
+    session_run(&folder.0, &file, vec![answer("first answer")], &["one"]);
+    let saved = fs::read(&file).unwrap();
+    let base_url = stalled_answer();
+    let session = file.to_str().unwrap();
+    let mut args = vec!["--base-url", &base_url, "--model", "m", "--json"];
+    args.extend(["--session", session, "two"]);
+    let mut child = spawn_agent(&folder.0, &args);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, "text_delta"); // the answer is streaming
+
+    kill_9(child);
+
+    // A run is saved when it ends: the killed one left nothing, and no
+    // line is torn.
+    assert_eq!(fs::read(&file).unwrap(), saved);
+    let (_, stderr, requests) = session_run(&folder.0, &file, vec![answer("third")], &["three"]);
+    assert!(!stderr.contains("unterminated_tail"), "{stderr}");
+    assert_eq!(
+        said(&requests[0]),
+        pairs(&[
+            ("user", "one"),
+            ("assistant", "first answer"),
+            ("user", "three"),
+        ])
+    );
+    assert_eq!(
+        roles(&session_lines(&file)),
+        ["user", "assistant", "user", "assistant"]
+    );
+}
+
+#[test]
+fn a_run_killed_in_the_middle_of_a_line_leaves_a_torn_tail_the_next_run_reports_and_cuts() {
+    // Killed by the kernel, or (the signal ignored) told by a failed write:
+    // either way no answer is written, and the next run repairs the file.
+    for killed in [true, false] {
+        let folder = TempDir::new("agent-session-torn-");
+        let file = folder.0.join("chat.jsonl");
+        session_run(&folder.0, &file, vec![answer("first answer")], &["one"]);
+        let committed = fs::read(&file).unwrap();
+        // The kernel lets the run write 40 more bytes of the file, then ends
+        // it with SIGXFSZ: killed in the middle of its first line, the
+        // prompt's, which is written once the run has ended. With SIGXFSZ
+        // ignored, the write fails instead.
+        let limit = (committed.len() + 40) as libc::rlim_t;
+        let disposition = if killed { libc::SIG_DFL } else { libc::SIG_IGN };
+        let (base_url, requests) = serve(vec![answer("lost")]);
+        let mut command = Command::new(agent());
+        command
+            .args(["--base-url", &base_url, "--model", "m", "--session"])
+            .args([&file])
+            .arg("two")
+            .current_dir(&folder.0)
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null());
+        // SAFETY: setrlimit and signal are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                let size = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                libc::signal(libc::SIGXFSZ, disposition);
+                match libc::setrlimit(libc::RLIMIT_FSIZE, &size) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+        let output = command.output().unwrap();
+        let stderr = text(&output.stderr);
+        if killed {
+            assert_eq!(output.status.signal(), Some(libc::SIGXFSZ), "{output:?}");
+        } else {
+            assert_eq!(output.status.code(), Some(1), "{stderr}");
+            assert!(
+                stderr.contains("这次运行没能存进会话文件") && stderr.contains("回答没有写出"),
+                "{stderr}"
+            );
+        }
+        assert_eq!(text(&output.stdout), "", "the answer comes after the save");
+        let torn = fs::read(&file).unwrap();
+        assert_eq!(torn.len(), committed.len() + 40);
+        assert_eq!(&torn[..committed.len()], &committed[..]);
+        assert_eq!(requests.try_iter().count(), 1, "stopped after its answer");
+
+        let (_, stderr, requests) =
+            session_run(&folder.0, &file, vec![answer("third")], &["three"]);
+
+        assert!(
+            stderr.contains("第 3 行没有写完（unterminated_tail")
+                && stderr.contains("已截掉这 40 个字节")
+                && stderr.contains("2 条记录"),
+            "{stderr}"
+        );
+        assert_eq!(
+            said(&requests[0]),
+            pairs(&[
+                ("user", "one"),
+                ("assistant", "first answer"),
+                ("user", "three")
+            ])
+        );
+        let repaired = fs::read(&file).unwrap();
+        assert_eq!(&repaired[..committed.len()], &committed[..]);
+        assert_eq!(
+            roles(&session_lines(&file)),
+            ["user", "assistant", "user", "assistant"]
+        );
+    }
+}
+
+#[test]
+fn a_call_saved_without_its_result_is_paired_with_an_error_by_the_next_run() {
+    let folder = TempDir::new("agent-session-tool-");
+    let file = folder.0.join("chat.jsonl");
+    let calls = vec![
+        tool_call(0, "c1", "bash", json!({ "command": "printf hi" })),
+        finish("tool_calls"),
+    ];
+    session_run(&folder.0, &file, vec![calls, answer("done")], &["wait"]);
+    // What a process killed while it saved, between the call's line and
+    // its result's, leaves.
+    let text = fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    fs::write(&file, format!("{}\n{}\n", lines[0], lines[1])).unwrap();
+    assert_eq!(roles(&session_lines(&file)), ["user", "assistant"]);
+
+    let (_, stderr, requests) = session_run(&folder.0, &file, vec![answer("ok")], &["go on"]);
+
+    assert!(stderr.contains("工具调用 c1（bash）没有结果"), "{stderr}");
+    let messages = requests[0]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{messages:#?}");
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["tool_call_id"], "c1");
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("没有结果"),
+        "{messages:#?}"
+    );
+    let entries = session_lines(&file);
+    assert_eq!(
+        roles(&entries),
+        ["user", "assistant", "toolResult", "user", "assistant"]
+    );
+    assert_eq!(entries[2]["message"]["isError"], true);
+}
+
+#[test]
+fn a_file_that_is_not_a_session_is_refused_and_left_as_it_was() {
+    let folder = TempDir::new("agent-session-bad-");
+    let file = folder.0.join("notes.jsonl");
+    let bytes = "{\"todo\":\"buy milk\"}\n";
+    fs::write(&file, bytes).unwrap();
+    let (base_url, requests) = serve(vec![answer("never")]);
+    let args = ["--base-url", &base_url, "--model", "m", "--session"];
+    let output = run_agent(
+        &folder.0,
+        &[&args[..], &[file.to_str().unwrap(), "hi"]].concat(),
+    );
+
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("session JSONL 第 1 行不是合法 session entry"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), bytes);
+    assert!(requests.try_recv().is_err(), "no model call");
+}
+
+#[test]
+fn a_run_is_saved_once_it_ends_with_a_batch_s_results_in_call_order() {
+    let folder = TempDir::new("agent-session-order-");
+    let file = folder.0.join("chat.jsonl");
+    let hold = folder.0.join("hold");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&hold)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // c1 waits for this test; c2 ends at once.
+    let calls = vec![
+        tool_call(0, "c1", "bash", json!({ "command": "cat hold" })),
+        tool_call(1, "c2", "bash", json!({ "command": "printf quick" })),
+        finish("tool_calls"),
+    ];
+    let (base_url, _requests) = serve(vec![calls, answer("done")]);
+    let session = file.to_str().unwrap();
+    let mut args = vec!["--base-url", &base_url, "--model", "m"];
+    args.extend(["--session", session, "both"]);
+    let mut child = spawn_agent(&folder.0, &args);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, "[工具结果 c2]");
+
+    // Nothing of the run is in the file while it runs.
+    assert_eq!(fs::read_to_string(&file).unwrap(), "");
+    drop(fs::OpenOptions::new().write(true).open(&hold)); // c1 ends
+
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(stdout, "done\n");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let entries = session_lines(&file);
+    assert_eq!(
+        roles(&entries),
+        ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    );
+    let ids: Vec<&Value> = entries[2..4]
+        .iter()
+        .map(|entry| &entry["message"]["toolCallId"])
+        .collect();
+    assert_eq!(ids, ["c1", "c2"]);
 }
