@@ -1,9 +1,10 @@
 //! The agent the chapters built so far, runnable: chapter 09's `Agent`
-//! with chapter 08's coding tools in the current folder, and chapter 10's
-//! session file — a small coding agent that remembers a conversation.
+//! with chapter 08's coding tools in the current folder, chapter 10's
+//! session file and chapter 11's context budget — a small coding agent
+//! that remembers a conversation and sends what fits.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--session FILE] [--unrestricted] [--json] [--] PROMPT
+//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
 //! One `Agent` in the process; PROMPT is one `prompt` on it. The final
@@ -31,8 +32,9 @@
 //! arguments (`--max-steps 0` too) and a session file that is not one.
 //!
 //! `--session FILE` keeps the conversation in a session file (created if
-//! missing; see `session_file`): the agent starts from the messages on the
-//! path to the newest entry (`AgentOptions::initial_messages`), and once
+//! missing; see `session_file`): the agent continues the path to the
+//! newest entry (`AgentOptions::initial_messages`, chosen to the budget as
+//! below), and once
 //! the run ends, whatever the reason, its new messages are appended, each
 //! the child of the one before, before the answer is written. A failed
 //! append is said and the answer is not written (exit 1). A process killed
@@ -42,6 +44,24 @@
 //! result, both said on stderr. `--system` counts in a new session only: a
 //! resumed one keeps the system prompt it has (said on stderr when
 //! `--system` asks for another).
+//!
+//! A resumed session is not sent whole: the agent starts from chapter 11's
+//! `build_context` over the path, with the prompt counted as its newest
+//! interaction (`session_file::start`): the system messages fold into one,
+//! the latest compaction's summary comes next, and whole interactions are
+//! kept, newest first, while they fit. `--context-tokens N` is the budget,
+//! counted with a stated estimate ([`estimate_tokens`]: a message costs the
+//! UTF-8 bytes of its JSON in the request, divided by 4, rounded up; the
+//! tool definitions are counted the same way and come off first). The
+//! history is chosen once, as the run starts: the calls and results the
+//! run adds are sent whole and push nothing out. A request over the budget
+//! is said on stderr (`Budgeted`): `single_group_overflow` when the run's
+//! own interaction alone does not fit. Without a session, the run is the
+//! one interaction and is sent whole. `--compact` (with `--session`) first
+//! has the model sum up everything before the newest interaction as a
+//! compaction entry (`session_file::compact`); a summary the session's
+//! strict parser refuses, or no summary at all, is said, the file is left
+//! as it was, and the prompt does not run (exit 1).
 
 mod cli;
 mod session_file;
@@ -59,10 +79,16 @@ use std::thread;
 use cli::{Cli, Out, Parsed};
 use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions};
 use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
+use course::assistant_stream::AssistantMessageEventStream;
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
-use course::provider_adapter::OpenAiCompatibleModel;
-use course::types::{AgentMessage, AssistantContent, TextContent, current_system_message, text_of};
+use course::provider_adapter::{OpenAiCompatibleModel, to_provider_messages, to_provider_tools};
+use course::types::{
+    AgentContext, AgentMessage, AssistantContent, Model, StreamOptions, TextContent,
+    current_system_message, text_of,
+};
+use serde::Serialize;
 use serde_json::{Value, json};
+use session_file::COMPACT_INSTRUCTION;
 
 /// The file the demo reads: it names the project.
 const DEMO_FILE: &str = "course/Cargo.toml";
@@ -75,21 +101,25 @@ const DEMO_NOTE: &str = "target/agent-demo/note.md";
 const SHOWN_CHARS: usize = 1_500;
 
 /// The agent of this process.
-type Coding = Agent<OpenAiCompatibleModel>;
+type Coding = Agent<Budgeted>;
 
 /// What the command line asks for beyond `cli`'s flags.
 struct Options {
     max_steps: Option<usize>,
+    /// `--context-tokens`; `None` is no limit.
+    budget: Option<u64>,
     session: Option<PathBuf>,
+    compact: bool,
     unrestricted: bool,
 }
 
 fn main() -> ExitCode {
     let usage = cli::usage(
         "agent",
-        " [--max-steps N] [--session FILE] [--unrestricted]",
+        " [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--unrestricted]",
     );
-    let switch = |arg: &OsString| arg == "--unrestricted";
+    let switch =
+        |arg: &OsString| ["--unrestricted", "--compact"].contains(&arg.to_str().unwrap_or(""));
     // The switches are taken out before `cli` reads the rest; after `--`
     // every word is the prompt's, those too.
     let all: Vec<OsString> = env::args_os().skip(1).collect();
@@ -97,9 +127,8 @@ fn main() -> ExitCode {
     let (switches, before): (Vec<OsString>, Vec<OsString>) =
         all[..end].iter().cloned().partition(switch);
     let args = before.into_iter().chain(all[end..].iter().cloned());
-    let parsed = cli::parse(args, &["--max-steps", "--session"], |name| {
-        env::var(name).ok()
-    });
+    let own = ["--max-steps", "--context-tokens", "--session"];
+    let parsed = cli::parse(args, &own, |name| env::var(name).ok());
     let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
@@ -168,14 +197,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let (true, Some(opened)) = (options.compact, &mut opened) {
+        let compacted =
+            session_file::compact(opened, &model, options.budget, estimate_tokens, &pressed);
+        if let Err(problem) = compacted {
+            cli::say(&problem);
+            return ExitCode::from(1);
+        }
+    }
+    // The budget for messages: the tool definitions come off first.
+    let definitions = tools.definitions();
+    let tool_tokens = to_provider_tools(Some(&definitions)).map_or(0, |tools| tokens_of(&tools));
+    let budget = (options.budget).map_or(u64::MAX, |budget| budget.saturating_sub(tool_tokens));
+    let start = opened
+        .as_ref()
+        .map(|opened| session_file::start(opened, &cli.prompt, budget, estimate_tokens));
+    let (initial, history_tokens) = match start.transpose() {
+        Ok(Some(start)) => (start.messages, start.history_tokens),
+        Ok(None) => (Vec::new(), 0),
+        Err(error) => {
+            cli::say(&format!("会话无法按第 11 章的规则重建：{error}"));
+            return ExitCode::from(2);
+        }
+    };
     // A new conversation takes `--system`; a resumed one has its own.
     let system_prompt = match resumed.is_empty() {
         true => cli.system.clone(),
         false => None,
     };
+    let initial_count = initial.len();
+    let model = Budgeted {
+        model,
+        budget,
+        history_tokens,
+    };
     let agent = Arc::new(Agent::new(AgentOptions {
         system_prompt,
-        initial_messages: resumed.clone(),
+        initial_messages: initial,
         max_steps: options.max_steps,
         ..AgentOptions::new(model, tools)
     }));
@@ -192,7 +250,7 @@ fn main() -> ExitCode {
     // Saved before anything of the answer is written: what a reader sees
     // is in the file.
     if let (Some(opened), Some(file)) = (&mut opened, &options.session) {
-        if let Err(error) = opened.save(&run.messages[resumed.len()..]) {
+        if let Err(error) = opened.save(&run.messages[initial_count..]) {
             cli::say(&format!(
                 "这次运行没能存进会话文件 {}：{error}。回答没有写出。",
                 file.display()
@@ -215,10 +273,11 @@ fn main() -> ExitCode {
 }
 
 /// The rest of `--help`.
-const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
+const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--context-tokens N：接着会话时只带预算放得下的历史：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起），这次的 prompt 也计入。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。历史只在运行开始时取一次，运行中新增的调用和结果整段发送；超出预算的请求在 stderr 说明（这次运行的交互单独就放不下时是 single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
-/// model call at all is no run, so `N` is at least 1.
+/// model call at all is no run, and a budget of nothing sends nothing, so
+/// each `N` is at least 1.
 fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options)>, String> {
     let Parsed::Run(cli) = parsed else {
         return Ok(None);
@@ -226,9 +285,15 @@ fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options
     let value =
         |flag: &str| (cli.own.iter()).find_map(|(name, value)| (name == flag).then_some(value));
     let switch = |name: &str| switches.iter().any(|switch| switch == name);
+    let session = value("--session").map(PathBuf::from);
+    if session.is_none() && switch("--compact") {
+        return Err("--compact 要和 --session FILE 一起用：它压缩的是会话文件。".to_string());
+    }
     let options = Options {
         max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
-        session: value("--session").map(PathBuf::from),
+        budget: at_least_one(value("--context-tokens"), "--context-tokens")?,
+        session,
+        compact: switch("--compact"),
         unrestricted: switch("--unrestricted"),
     };
     Ok(Some((cli, options)))
@@ -391,6 +456,59 @@ fn reason(reason: RunReason) -> &'static str {
     }
 }
 
+/// Chapter 05's model, counting each request against the budget: says on
+/// stderr when what it was handed is over it. The history was chosen to
+/// the budget as the run started; what the run adds since is sent whole.
+/// `single_group_overflow` (chapter 11's word) when the request is over
+/// even without that history: the run's own interaction alone does not
+/// fit, and splitting it would part calls from their results; it is sent
+/// whole, and the provider's own limit has the last word.
+struct Budgeted {
+    model: OpenAiCompatibleModel,
+    /// Tokens for messages, the tool definitions already taken off.
+    budget: u64,
+    /// What the interactions kept from the session cost.
+    history_tokens: u64,
+}
+
+impl Model for Budgeted {
+    type Stream = AssistantMessageEventStream;
+
+    fn stream(&self, context: &AgentContext, options: StreamOptions) -> Self::Stream {
+        let used: u64 = context.messages.iter().map(estimate_tokens).sum();
+        let budget = self.budget;
+        if used.saturating_sub(self.history_tokens) > budget {
+            cli::say(&format!(
+                "上下文超出预算（single_group_overflow）：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {budget}。这次运行的交互单独就放不下，仍然整段发送：拆开它，工具调用和结果就分家了。"
+            ));
+        } else if used > budget {
+            cli::say(&format!(
+                "上下文超出预算：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {budget}。历史只在运行开始时按预算取一次（这次带了 {} tokens），运行中新增的调用和结果不会让它让位，照样整段发送；下一次运行重新按预算取。",
+                self.history_tokens
+            ));
+        }
+        self.model.stream(context, options)
+    }
+}
+
+/// The stated estimate: a message costs the UTF-8 bytes of its JSON as the
+/// request carries it (chapter 05's wire message), divided by 4, rounded
+/// up. Rough on purpose (low for Chinese, 3 bytes a character); a real
+/// tokenizer could take its place, as the runtime takes any estimator.
+fn estimate_tokens(message: &AgentMessage) -> u64 {
+    let context = AgentContext {
+        messages: vec![message.clone()],
+        tools: None,
+    };
+    to_provider_messages(&context).iter().map(tokens_of).sum()
+}
+
+/// The UTF-8 bytes of `value`'s JSON, divided by 4, rounded up.
+fn tokens_of(value: &impl Serialize) -> u64 {
+    let json = serde_json::to_string(value).expect("wire values serialize");
+    json.len().div_ceil(4) as u64
+}
+
 /// The demo server's side of the conversation, read from what the request
 /// carries since its last user message (a resumed session carries more
 /// before it): read the file that names the project; then write a note
@@ -399,6 +517,9 @@ fn reason(reason: RunReason) -> &'static str {
 /// (not in the course's folder) ends the demo with an answer at once.
 fn demo(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    if cli::last_user_text(request) == COMPACT_INSTRUCTION {
+        return cli::text_answer(&demo_summary(messages.len() - 1).to_string());
+    }
     let asked = messages.iter().rposition(|m| m["role"] == "user");
     let results: Vec<&str> = messages[asked.map_or(0, |at| at + 1)..]
         .iter()
@@ -442,6 +563,20 @@ fn demo(request: &Value) -> Vec<Value> {
     }
     answer.push(json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }));
     answer
+}
+
+/// The demo's summary for `--compact`: the seven fields, from what it
+/// knows of its own round.
+fn demo_summary(messages: usize) -> Value {
+    json!({
+        "goal": "回答这个项目叫什么",
+        "constraints": ["只在 target/ 下写文件"],
+        "completed": [format!("读过摘要前的 {messages} 条消息")],
+        "decisions": [],
+        "changedFiles": [DEMO_NOTE],
+        "unresolved": [],
+        "next": ["回答新的问题"],
+    })
 }
 
 /// The demo's last words: the project's name, and the line bash showed.

@@ -30,6 +30,9 @@
 //! * Chapter 10 — [`session`]: the session tree: entries that point at
 //!   their parent, appended one JSON line at a time to a file that survives
 //!   a crash, and the path from a chosen leaf back to the conversation.
+//! * Chapter 11 — [`context`]: what the model reads, rebuilt from the
+//!   session's path to a token budget: whole interactions, newest first,
+//!   behind the latest compaction summary.
 
 pub mod event_stream;
 
@@ -40,6 +43,7 @@ pub mod agent;
 pub mod agent_loop;
 pub mod assistant_stream;
 pub mod coding_tools;
+pub mod context;
 pub mod provider_adapter;
 pub mod scripted_model;
 pub mod session;

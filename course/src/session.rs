@@ -21,6 +21,11 @@
 //! any depth, which serde's `deny_unknown_fields` cannot check inside
 //! tagged enums) would be lost by the next write, so it is refused.
 //!
+//! Chapter 11 adds a third kind of entry, a compaction: a summary of the
+//! conversation before one of its interactions, appended like any other
+//! fact. It changes no entry before it; [`crate::context::build_context`]
+//! reads it to rebuild what the model sees.
+//!
 //! Appends are blocking calls that take `&mut self`: the original queues
 //! its appends on a promise so that each runs after the one called before
 //! it; in Rust the borrow checker gives the same guarantee, since no second
@@ -37,11 +42,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::{CompactionSummary, check_compaction_keys};
 use crate::types::{AgentMessage, AssistantContent};
 
 /// One line of a session file:
-/// `{"id","parentId","timestamp","type":"message","message"}` or
-/// `{"id","parentId","timestamp","type":"metadata","key","value"}`.
+/// `{"id","parentId","timestamp","type":"message","message"}`,
+/// `{"id","parentId","timestamp","type":"metadata","key","value"}` or
+/// `{"id","parentId","timestamp","type":"compaction","summary","firstKeptEntryId","tokensBefore"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEntry {
@@ -65,6 +72,16 @@ pub enum EntryKind {
     /// A fact about the session for the program (a working folder, a
     /// setting): on the path, never sent to the model.
     Metadata { key: String, value: Value },
+    /// Chapter 11: the conversation before `first_kept_entry_id` (the
+    /// user message that starts an interaction), summed up. Its parent is
+    /// never `None`: it continues a conversation. `tokens_before` is the
+    /// caller's estimate of the context it replaces, kept as a record.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        summary: CompactionSummary,
+        first_kept_entry_id: String,
+        tokens_before: u64,
+    },
 }
 
 /// Why a session could not be read or written.
@@ -146,10 +163,17 @@ impl SessionFileIo for FileSystem {
 /// Reads an untyped JSON value into an entry, or says what is wrong with
 /// it: the entry's shape (an unknown `type`, `role` or content block, a
 /// wrong type, a missing field), an empty id, or a field that would not be
-/// written back (unknown, or `null` where the types omit the field).
+/// written back (unknown, or `null` where the types omit the field). A
+/// compaction's fields are checked by name first, as the original checks
+/// them ([`check_compaction_keys`]): an old draft's summary, whose `files`
+/// took the place of `changedFiles`, is refused for `files`, not for the
+/// missing field.
 /// Non-finite numbers cannot reach here: `serde_json` refuses them in text
 /// and a `Value` cannot hold one.
 pub fn parse_session_entry(value: &Value) -> Result<SessionEntry, SessionError> {
+    if let (Some("compaction"), Some(id)) = (value["type"].as_str(), value["id"].as_str()) {
+        check_compaction_keys(value, id)?;
+    }
     let entry = SessionEntry::deserialize(value)
         .map_err(|error| invalid(format!("session entry 形状不对：{error}")))?;
     check_entry(&entry)?;
@@ -335,8 +359,8 @@ pub fn path_to(entries: &[SessionEntry], leaf_id: &str) -> Result<Vec<SessionEnt
     Ok(path)
 }
 
-/// The messages on the path to `leaf_id`, in order: metadata left out,
-/// everything else whole (tool calls with their ids
+/// The messages on the path to `leaf_id`, in order: metadata and
+/// compactions left out, everything else whole (tool calls with their ids
 /// and arguments, results with `is_error` and `details`), so every call
 /// stays paired with its result. A lossy projection such as `text_of` would break the pairs.
 pub fn messages_on_path(
@@ -348,13 +372,14 @@ pub fn messages_on_path(
         .into_iter()
         .filter_map(|entry| match entry.kind {
             EntryKind::Message { message } => Some(message),
-            EntryKind::Metadata { .. } => None,
+            EntryKind::Metadata { .. } | EntryKind::Compaction { .. } => None,
         })
         .collect())
 }
 
 /// The rules serde's shapes do not cover: ids, keys and tool names are not
-/// blank (the original trims before it checks).
+/// blank (the original trims before it checks); a compaction has a parent,
+/// a goal and a first kept entry.
 fn check_entry(entry: &SessionEntry) -> Result<(), SessionError> {
     non_empty(&entry.id, "session entry.id")?;
     let label = format!("session entry {}", entry.id);
@@ -364,6 +389,18 @@ fn check_entry(entry: &SessionEntry) -> Result<(), SessionError> {
     match &entry.kind {
         EntryKind::Metadata { key, .. } => non_empty(key, &format!("{label}.key")),
         EntryKind::Message { message } => check_message(message, &format!("{label}.message")),
+        EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            ..
+        } => {
+            let label = format!("session compaction {}", entry.id);
+            if entry.parent_id.is_none() {
+                return Err(invalid(format!("{label}.parentId 必须是 string")));
+            }
+            non_empty(&summary.goal, &format!("{label}.summary.goal"))?;
+            non_empty(first_kept_entry_id, &format!("{label}.firstKeptEntryId"))
+        }
     }
 }
 

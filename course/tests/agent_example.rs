@@ -1,9 +1,10 @@
-//! The `agent` example of chapter 10 as a user runs it: the built binary,
+//! The `agent` example of chapter 11 as a user runs it: the built binary,
 //! with its own demo server or a server this test starts on 127.0.0.1 that
 //! asks for the coding tools and records what it is sent; the answer on
 //! stdout or, with `--json`, each event as a JSON line; Ctrl-C sent as
 //! SIGINT; with `--session`, several runs on one session file on disk, and
-//! runs killed by a signal in the middle of an answer or of a line.
+//! runs killed by a signal in the middle of an answer or of a line; with
+//! `--context-tokens`, a long session sent to a budget, and `--compact`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -960,4 +961,292 @@ fn a_run_is_saved_once_it_ends_with_a_batch_s_results_in_call_order() {
         .map(|entry| &entry["message"]["toolCallId"])
         .collect();
     assert_eq!(ids, ["c1", "c2"]);
+}
+
+/// The stated estimate of `--context-tokens`, from what the server got: the
+/// UTF-8 bytes of a JSON value, divided by 4, rounded up.
+fn estimated(value: &Value) -> u64 {
+    serde_json::to_string(value).unwrap().len().div_ceil(4) as u64
+}
+
+/// What a request costs by the estimate: each message, and the tools.
+fn request_tokens(request: &Value) -> u64 {
+    let messages = request["messages"].as_array().unwrap();
+    let messages: u64 = messages.iter().map(estimated).sum();
+    messages + request.get("tools").map_or(0, estimated)
+}
+
+/// Every tool call in `request` is answered by the tool messages right
+/// after its assistant message, each once, and every tool message answers
+/// such a call.
+fn assert_paired(request: &Value) {
+    let mut waiting: Vec<&str> = Vec::new();
+    for message in request["messages"].as_array().unwrap() {
+        if message["role"] == "tool" {
+            let id = message["tool_call_id"].as_str().unwrap();
+            let at = waiting.iter().position(|call| *call == id);
+            let at = at.unwrap_or_else(|| panic!("result {id} without its call: {request:#}"));
+            waiting.remove(at);
+            continue;
+        }
+        assert!(
+            waiting.is_empty(),
+            "calls {waiting:?} unanswered: {request:#}"
+        );
+        let calls = message["tool_calls"].as_array().into_iter().flatten();
+        waiting = calls.map(|call| call["id"].as_str().unwrap()).collect();
+    }
+    assert!(
+        waiting.is_empty(),
+        "calls {waiting:?} unanswered: {request:#}"
+    );
+}
+
+/// The user messages of a request that are prompts (not the summary).
+fn prompts_in(request: &Value) -> Vec<String> {
+    let messages = request["messages"].as_array().unwrap();
+    let users = messages.iter().filter(|message| message["role"] == "user");
+    let texts = users.map(|message| message["content"].as_str().unwrap().to_string());
+    texts
+        .filter(|text| !text.starts_with("【会话压缩摘要】"))
+        .collect()
+}
+
+/// The long session's model. A prompt `turn T: N lines` gets two calls
+/// (`bash` printing N numbered lines, `read` of notes.txt); their results,
+/// one more `bash`; that result, an answer. A request without tools
+/// (`--compact`'s) gets the seven-field summary, in a code fence as models
+/// like to write it. Call ids are unique over the whole session.
+fn long_session_model(request: &Value, calls: &AtomicUsize) -> Vec<Value> {
+    let messages = request["messages"].as_array().unwrap();
+    if request.get("tools").is_none() {
+        let summary = json!({ "goal": "keep notes.txt in order",
+            "constraints": ["stay in the folder"], "completed": ["the turns before"],
+            "decisions": [], "changedFiles": [], "unresolved": [], "next": ["go on"] });
+        return answer(&format!("```json\n{summary}\n```"));
+    }
+    let asked = messages.iter().rposition(|m| m["role"] == "user").unwrap();
+    let prompt = messages[asked]["content"].as_str().unwrap();
+    let results = messages[asked + 1..].iter().filter(|m| m["role"] == "tool");
+    let id = || format!("call-{}", calls.fetch_add(1, Ordering::SeqCst));
+    match results.count() {
+        0 => {
+            let lines: usize = prompt.split(' ').nth(2).unwrap().parse().unwrap();
+            let list = json!({ "command": format!("seq 1 {lines}") });
+            vec![
+                tool_call(0, &id(), "bash", list),
+                tool_call(1, &id(), "read", json!({ "path": "notes.txt" })),
+                finish("tool_calls"),
+            ]
+        }
+        2 => {
+            let check = json!({ "command": "printf checked" });
+            vec![tool_call(0, &id(), "bash", check), finish("tool_calls")]
+        }
+        _ => answer(&format!("done with {prompt}")),
+    }
+}
+
+/// `--context-tokens` of the long session: the tool definitions (about 330
+/// by the estimate), the system prompt, and room for two or three turns.
+const BUDGET: u64 = 1_000;
+
+#[test]
+fn a_long_session_sends_only_what_fits_the_budget_with_calls_paired_and_the_summary_first() {
+    let folder = TempDir::new("agent-session-budget-");
+    fs::write(folder.0.join("notes.txt"), "keep this in order\n").unwrap();
+    let file = folder.0.join("long.jsonl");
+    let calls = AtomicUsize::new(0);
+    let (base_url, requests) = serve_by(move |request| Some(long_session_model(request, &calls)));
+    let budget = BUDGET.to_string();
+    let session = file.to_str().unwrap();
+    let (mut prompts, mut trimmed, mut overflows, mut over_all) = (Vec::new(), 0, 0, 0);
+    // What each finished turn costs by the estimate, as a request carries it.
+    let mut costs: Vec<u64> = Vec::new();
+    for turn in 1..=14 {
+        let lines = if turn == 6 { 3_000 } else { 20 + turn * 7 % 40 };
+        let prompt = format!("turn {turn}: {lines} lines");
+        let mut args = vec!["--base-url", &base_url, "--model", "m"];
+        args.extend(["--context-tokens", &budget, "--session", session]);
+        match turn {
+            1 => args.extend(["--system", "keep answers short"]),
+            11 => args.push("--compact"),
+            _ => {}
+        }
+        args.push(&prompt);
+        let output = run_agent(&folder.0, &args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let mut sent: Vec<Value> = requests.try_iter().collect();
+        if turn == 11 {
+            // The summary's request: what came before the newest turn, the
+            // instruction last, within the budget; the summary is appended.
+            let asked = sent.remove(0);
+            assert!(asked.get("tools").is_none(), "{asked:#}");
+            assert!(request_tokens(&asked) <= BUDGET, "{asked:#}");
+            assert_paired(&asked);
+            let carried = prompts_in(&asked);
+            assert!(carried.last().unwrap().contains("7 个字段"), "{carried:?}");
+            assert!(prompts[..9].ends_with(&carried[..carried.len() - 1]));
+            assert!(stderr.contains("已压缩会话"), "{stderr}");
+            let entries = session_lines(&file);
+            let compaction = entries.iter().find(|entry| entry["type"] == "compaction");
+            let compaction = compaction.expect("a compaction entry");
+            let first_kept = entries
+                .iter()
+                .find(|entry| entry["message"]["content"][0]["text"] == prompts[9]);
+            assert_eq!(compaction["firstKeptEntryId"], first_kept.unwrap()["id"]);
+            assert_eq!(compaction["summary"]["goal"], "keep notes.txt in order");
+        }
+        prompts.push(prompt.clone());
+        assert_eq!(sent.len(), 3, "three model calls a turn: {sent:#?}");
+        // Every request over the budget is said; `single_group_overflow`
+        // only for one whose turn alone (with the system prompt and the
+        // summary) does not fit.
+        let over = sent
+            .iter()
+            .filter(|request| request_tokens(request) > BUDGET);
+        let over = over.count();
+        assert_eq!(
+            stderr.matches("上下文超出预算").count(),
+            over,
+            "each request over the budget is reported: {stderr}"
+        );
+        over_all += over;
+        overflows += stderr.matches("single_group_overflow").count();
+        // The history is chosen once, as the run starts: each request of
+        // the turn carries the one before it whole, and more.
+        for pair in sent.windows(2) {
+            let before = pair[0]["messages"].as_array().unwrap();
+            let after = pair[1]["messages"].as_array().unwrap();
+            assert_eq!(&after[..before.len()], &before[..], "turn {turn}");
+        }
+        for request in &sent {
+            assert_paired(request);
+            let messages = request["messages"].as_array().unwrap();
+            assert_eq!(messages[0]["content"], "keep answers short");
+        }
+        // The first request, this turn's prompt counted, fits the budget.
+        let first = &sent[0];
+        assert!(request_tokens(first) <= BUDGET, "{first:#}");
+        // Whole turns, newest first: the prompts carried are the newest
+        // ones, in order, and the last is this turn's.
+        let carried = prompts_in(first);
+        assert!(prompts.ends_with(&carried), "{carried:?}");
+        assert_eq!(carried.last(), Some(&prompt));
+        // Only what does not fit is left out: the turn before the oldest
+        // one carried would not have fitted (when there is one that was not
+        // compacted away).
+        let oldest = prompts
+            .iter()
+            .position(|prompt| *prompt == carried[0])
+            .unwrap();
+        let compacted = if turn >= 11 { 9 } else { 0 };
+        if oldest > compacted {
+            trimmed += 1;
+            let with_it = request_tokens(first) + costs[oldest - 1];
+            assert!(
+                with_it > BUDGET,
+                "turn {oldest} would have fitted: {first:#}"
+            );
+        }
+        // From the compaction on, its summary leads, and nothing before its
+        // first kept turn comes back.
+        if turn >= 11 {
+            let summary = first["messages"][1]["content"].as_str().unwrap();
+            assert!(summary.starts_with("【会话压缩摘要】\n目标：keep notes.txt in order"));
+            assert!(prompts[9..].ends_with(&carried), "{carried:?}");
+        }
+        let last = sent.last().unwrap()["messages"].as_array().unwrap();
+        let asked = last
+            .iter()
+            .rposition(|message| message["content"] == prompt.as_str());
+        let answered = json!({ "role": "assistant", "content": format!("done with {prompt}") });
+        let turn_messages = last[asked.unwrap()..].iter().chain([&answered]);
+        costs.push(turn_messages.map(estimated).sum());
+    }
+    assert!(trimmed > 8, "the budget trimmed most turns: {trimmed}");
+    assert_eq!(overflows, 2, "turn 6's requests after its 3,000 lines");
+    assert!(
+        over_all > overflows,
+        "a turn's calls and results push no history out: {over_all}"
+    );
+}
+
+#[test]
+fn without_a_session_the_run_is_one_interaction_sent_whole_and_an_overflow_is_said() {
+    let folder = TempDir::new("agent-budget-alone-");
+    fs::write(folder.0.join("notes.txt"), "keep this in order\n").unwrap();
+    let calls = AtomicUsize::new(0);
+    let (base_url, requests) = serve_by(move |request| Some(long_session_model(request, &calls)));
+    let args = ["--base-url", &base_url, "--model", "m", "--context-tokens"];
+    let output = run_agent(
+        &folder.0,
+        &[&args[..], &["500", "turn 1: 200 lines"]].concat(),
+    );
+
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let sent: Vec<Value> = requests.try_iter().collect();
+    let sizes: Vec<usize> = sent
+        .iter()
+        .map(|request| request["messages"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [1, 4, 6], "the whole transcript every time");
+    let over: Vec<bool> = sent
+        .iter()
+        .map(|request| request_tokens(request) > 500)
+        .collect();
+    assert_eq!(over, [false, true, true]);
+    assert_eq!(
+        stderr.matches("single_group_overflow").count(),
+        2,
+        "{stderr}"
+    );
+    sent.iter().for_each(assert_paired);
+}
+
+#[test]
+fn compact_appends_only_a_summary_the_strict_parser_reads() {
+    let folder = TempDir::new("agent-compact-strict-");
+    let file = folder.0.join("chat.jsonl");
+    let session = file.to_str().unwrap();
+    let compact = |answers: Vec<Vec<Value>>, prompt: &str| {
+        let (base_url, requests) = serve(answers);
+        let args = [
+            "--base-url",
+            &base_url,
+            "--model",
+            "m",
+            "--session",
+            session,
+        ];
+        let output = run_agent(&folder.0, &[&args[..], &["--compact", prompt]].concat());
+        let sent: Vec<Value> = requests.try_iter().collect();
+        (output.status.code(), text(&output.stderr), sent.len())
+    };
+    // Nothing before the newest turn: nothing to compact; the prompt runs.
+    let (code, stderr, sent) = compact(vec![answer("one")], "one");
+    assert_eq!((code, sent), (Some(0), 1), "{stderr}");
+    assert!(stderr.contains("没有新的对话可以压缩"), "{stderr}");
+    session_run(&folder.0, &file, vec![answer("two")], &["two"]);
+    let before = fs::read(&file).unwrap();
+
+    // An old draft's summary (`files` for `changedFiles`) is refused in the
+    // session's words; nothing is appended and the prompt does not run.
+    let old = json!({ "goal": "g", "constraints": [], "completed": [], "decisions": [],
+        "files": ["a.rs"], "unresolved": [], "next": [] });
+    let (code, stderr, sent) = compact(vec![answer(&old.to_string()), answer("x")], "three");
+    assert_eq!((code, sent), (Some(1), 1), "{stderr}");
+    assert!(
+        stderr.contains("压缩失败，会话文件没有改动") && stderr.contains("包含未知字段 files"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&file).unwrap(), before);
+
+    // So is an answer with no JSON in it.
+    let (code, stderr, _) = compact(vec![answer("I would rather not."), answer("x")], "three");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("没有 JSON 对象"), "{stderr}");
+    assert_eq!(fs::read(&file).unwrap(), before);
 }

@@ -1,19 +1,31 @@
 //! The `agent` example's session file (chapter 10's `JsonlSessionStore`):
-//! opened and made fit to continue before the run, and the run's messages
-//! appended once it ends. Nothing is written while a run goes on.
+//! opened and made fit to continue before the run, `--compact` (chapter
+//! 11's compaction entry), the context the run starts from (chapter 11's
+//! `build_context`), and the run's messages appended once it ends. Nothing
+//! is written while a run goes on.
 
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::path::Path;
 use std::process;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use course::session::{
-    EntryKind, JsonlSessionStore, SessionEntry, SessionError, SessionStore, SessionWarning, path_to,
+use course::context::{
+    BuildContextOptions, BuildContextResult, CompactionSummary, ContextBuildReason,
+    CreateCompactionInput, build_context, create_compaction_entry,
 };
-use course::types::{AgentMessage, AssistantContent, ToolResultMessage, text};
-use serde_json::json;
+use course::provider_adapter::OpenAiCompatibleModel;
+use course::session::{
+    EntryKind, JsonlSessionStore, SessionEntry, SessionError, SessionStore, SessionWarning,
+    parse_session_entry, path_to,
+};
+use course::types::{
+    AgentContext, AgentMessage, AssistantContent, Model, StreamOptions, ToolResultMessage, text,
+    text_of, user_message,
+};
+use serde_json::{Value, json};
 
 use crate::cli;
 
@@ -179,4 +191,171 @@ fn cut_tail(file: &Path) -> io::Result<usize> {
     let file = OpenOptions::new().write(true).open(file)?;
     file.set_len(committed as u64)?;
     Ok(bytes.len() - committed)
+}
+
+/// What a run on a session starts from.
+pub struct Start {
+    /// The agent's initial messages: the system message, the latest
+    /// compaction's summary, then the interactions kept.
+    pub messages: Vec<AgentMessage>,
+    /// What the interactions kept cost by the estimate.
+    pub history_tokens: u64,
+}
+
+/// The context a run starts from: chapter 11's `build_context` over the
+/// path with `prompt` as its newest interaction, within `budget` tokens
+/// for messages (the tool definitions already taken off). The system
+/// messages fold into one; the latest compaction's summary comes next and
+/// the messages start at its first kept entry; whole interactions are kept,
+/// newest first, while they fit. The prompt itself is left out: the agent
+/// adds it. An error is a path the chapter's rules refuse.
+pub fn start(
+    opened: &Opened,
+    prompt: &str,
+    budget: u64,
+    estimate: Estimate,
+) -> Result<Start, SessionError> {
+    let mut path = opened.path.clone();
+    path.push(SessionEntry {
+        id: new_id(),
+        parent_id: opened.leaf(),
+        timestamp: now(),
+        kind: EntryKind::Message {
+            message: AgentMessage::User(user_message(prompt)),
+        },
+    });
+    let options = BuildContextOptions {
+        max_tokens: budget,
+        reserved_output: 0,
+        safety_margin: 0,
+        estimate_tokens: &estimate,
+    };
+    let mut built = build_context(&path, &options)?;
+    built.messages.pop(); // the prompt's
+    built.kept_entry_ids.pop();
+    let kept = path
+        .iter()
+        .filter(|entry| built.kept_entry_ids.contains(&entry.id));
+    let history_tokens = kept.filter_map(message_of).map(|m| estimate(&m)).sum();
+    Ok(Start {
+        messages: built.messages,
+        history_tokens,
+    })
+}
+
+/// What `--compact` asks the model, after the conversation it sums up.
+pub const COMPACT_INSTRUCTION: &str = "把上面的对话压缩成一份摘要，供以后接着工作。只回答一个 JSON 对象，不要别的文字，恰好这 7 个字段：goal（字符串，不能为空：要达成什么），constraints、completed、decisions、changedFiles、unresolved、next（都是字符串数组，可以为空：约束、已完成、决定、改过的文件、没解决的问题、下一步）。对话里有【会话压缩摘要】的话，把它也并进来。";
+
+/// How a message is counted against `--context-tokens`.
+pub type Estimate = fn(&AgentMessage) -> u64;
+
+/// `--compact`: everything before the newest interaction on the path
+/// becomes one compaction entry. The model writes the summary in one call,
+/// whose request is rebuilt to `budget` (the instruction last); the line it
+/// makes is read by the session's strict parser, then
+/// `create_compaction_entry` checks it against the path before it is
+/// appended. Said on stderr; an error leaves the file as it was.
+pub fn compact(
+    opened: &mut Opened,
+    model: &OpenAiCompatibleModel,
+    budget: Option<u64>,
+    estimate: Estimate,
+    signal: &Arc<AtomicBool>,
+) -> Result<(), String> {
+    let failed = |error: SessionError| format!("压缩失败，会话文件没有改动：{error}");
+    let path = opened.path.clone();
+    let newest = path.iter().rposition(|entry| {
+        matches!(
+            &entry.kind,
+            EntryKind::Message {
+                message: AgentMessage::User(_)
+            }
+        )
+    });
+    let now = rebuild(&path, None, estimate).map_err(failed)?;
+    let Some(newest) = newest.filter(|&at| now.kept_entry_ids.first() != Some(&path[at].id)) else {
+        cli::say("--compact：最新的一次交互之前没有新的对话可以压缩，会话文件没有改动。");
+        return Ok(());
+    };
+    let first_kept = path[newest].id.clone();
+    let compacted = now.kept_entry_ids.iter().position(|id| *id == first_kept);
+    let compacted = compacted.unwrap_or_default();
+
+    let mut asked = path[..newest].to_vec();
+    asked.push(SessionEntry {
+        id: "compact-instruction".to_string(),
+        parent_id: asked.last().map(|entry| entry.id.clone()),
+        timestamp: 0,
+        kind: EntryKind::Message {
+            message: AgentMessage::User(user_message(COMPACT_INSTRUCTION)),
+        },
+    });
+    let context = AgentContext {
+        messages: rebuild(&asked, budget, estimate).map_err(failed)?.messages,
+        tools: None,
+    };
+    let options = StreamOptions {
+        signal: Some(Arc::clone(signal)),
+    };
+    let answer = model.stream(&context, options).blocking_result();
+    let answer = answer.map_err(|error| format!("压缩失败，会话文件没有改动：{error}"))?;
+    if let Some(error) = &answer.error_message {
+        return Err(format!("压缩失败，会话文件没有改动：模型调用出错：{error}"));
+    }
+    let said = text_of(&AgentMessage::Assistant(answer));
+    let summary = (said.find('{').zip(said.rfind('}')))
+        .and_then(|(from, to)| serde_json::from_str::<Value>(said.get(from..=to)?).ok())
+        .ok_or_else(|| {
+            let said = cli::readable(&said);
+            format!("压缩失败，会话文件没有改动：模型的回答里没有 JSON 对象：{said}")
+        })?;
+
+    // The session's strict parser reads the whole line first: an unknown
+    // or missing field of the model's summary is refused in its words.
+    let (id, timestamp) = (new_id(), self::now());
+    let tokens_before = now.tokens.total;
+    let line = json!({ "id": id, "parentId": opened.leaf(), "timestamp": timestamp,
+        "type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
+        "tokensBefore": tokens_before });
+    parse_session_entry(&line).map_err(failed)?;
+    let summary: CompactionSummary =
+        serde_json::from_value(line["summary"].clone()).expect("the strict parser read it");
+    let goal = cli::readable(&summary.goal);
+    let input = CreateCompactionInput {
+        id,
+        timestamp,
+        summary,
+        first_kept_entry_id: first_kept,
+        tokens_before,
+    };
+    let entry = create_compaction_entry(&path, input).map_err(failed)?;
+    let written = opened.store.append(&entry);
+    written.map_err(|error| format!("压缩失败：写入会话文件出错：{error}"))?;
+    opened.path.push(entry);
+    cli::say(&format!(
+        "已压缩会话：最新一次交互之前的 {compacted} 条消息（估算共 {tokens_before} tokens 的上下文）换成了一条摘要，目标：{goal}"
+    ));
+    Ok(())
+}
+
+/// `build_context` over `path` with `estimate` and `budget` tokens
+/// (`None`: no limit), nothing reserved beyond it.
+fn rebuild(
+    path: &[SessionEntry],
+    budget: Option<u64>,
+    estimate: Estimate,
+) -> Result<BuildContextResult, SessionError> {
+    let options = BuildContextOptions {
+        max_tokens: budget.unwrap_or(u64::MAX),
+        reserved_output: 0,
+        safety_margin: 0,
+        estimate_tokens: &estimate,
+    };
+    let built = build_context(path, &options)?;
+    if built.reason == ContextBuildReason::SingleGroupOverflow {
+        cli::say(
+            "压缩请求超出预算（single_group_overflow）：要压缩的最后一次交互单独就放不下，仍然整段发送。",
+        );
+    }
+    Ok(built)
 }
