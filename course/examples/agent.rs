@@ -1,10 +1,11 @@
 //! The agent the chapters built so far, runnable: chapter 09's `Agent`
 //! with chapter 08's coding tools in the current folder, chapter 10's
-//! session file and chapter 11's context budget — a small coding agent
-//! that remembers a conversation and sends what fits.
+//! session file, chapter 11's context budget and chapter 12's resources —
+//! a small coding agent that remembers a conversation, sends what fits and
+//! reads the project's instructions.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--unrestricted] [--json] [--] PROMPT
+//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--no-resources] [--unrestricted] [--json] [--] PROMPT
 //! ```
 //!
 //! One `Agent` in the process; PROMPT is one `prompt` on it. The final
@@ -29,7 +30,8 @@
 //! The first Ctrl-C aborts the run through `Agent::abort` (the model and
 //! the tools see its signal); a second one before the run ends exits at
 //! once (130). Exit 0 when the run ended with stop, 1 otherwise, 2 for bad
-//! arguments (`--max-steps 0` too) and a session file that is not one.
+//! arguments (`--max-steps 0` too), a session file that is not one and a
+//! resource that cannot be read.
 //!
 //! `--session FILE` keeps the conversation in a session file (created if
 //! missing; see `session_file`): the agent continues the path to the
@@ -62,6 +64,20 @@
 //! compaction entry (`session_file::compact`); a summary the session's
 //! strict parser refuses, or no summary at all, is said, the file is left
 //! as it was, and the prompt does not run (exit 1).
+//!
+//! The current folder is the one resource root (chapter 12's
+//! `discover_resources`): its `AGENTS.md` and the name and description of
+//! each `skills/*/SKILL.md` go in the `pi-resources` section of the system
+//! message (`format_resource_context`), through a system patch on the
+//! prompt (`PromptOptions::system`). A new conversation gets the section
+//! with its first prompt (after `--system`'s message, if any); a resumed
+//! session is patched only when its current section differs, and the patch
+//! is saved with the run's other new messages. What was loaded is said on
+//! stderr. A resource that cannot be read stops before any model call
+//! (exit 2), naming the file. `--no-resources` reads none (and takes a
+//! resumed session's section out). Skill bodies, templates and extensions
+//! are chapter 12's API, not this command line's: the model sees the
+//! catalog, and this program compiles in no extension to trust.
 
 mod cli;
 mod session_file;
@@ -70,20 +86,23 @@ use std::env;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 
 use cli::{Cli, Out, Parsed};
-use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions};
+use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions, SystemPatch};
 use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
 use course::assistant_stream::AssistantMessageEventStream;
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
 use course::provider_adapter::{OpenAiCompatibleModel, to_provider_messages, to_provider_tools};
+use course::resources::{
+    RESOURCE_SECTION, ResourceCatalog, discover_resources, format_resource_context,
+};
 use course::types::{
-    AgentContext, AgentMessage, AssistantContent, Model, StreamOptions, TextContent,
+    AgentContext, AgentMessage, AssistantContent, Model, Sections, StreamOptions, TextContent,
     current_system_message, text_of,
 };
 use serde::Serialize;
@@ -110,16 +129,18 @@ struct Options {
     budget: Option<u64>,
     session: Option<PathBuf>,
     compact: bool,
+    no_resources: bool,
     unrestricted: bool,
 }
 
 fn main() -> ExitCode {
     let usage = cli::usage(
         "agent",
-        " [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--unrestricted]",
+        " [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--no-resources] [--unrestricted]",
     );
-    let switch =
-        |arg: &OsString| ["--unrestricted", "--compact"].contains(&arg.to_str().unwrap_or(""));
+    let switch = |arg: &OsString| {
+        ["--unrestricted", "--compact", "--no-resources"].contains(&arg.to_str().unwrap_or(""))
+    };
     // The switches are taken out before `cli` reads the rest; after `--`
     // every word is the prompt's, those too.
     let all: Vec<OsString> = env::args_os().skip(1).collect();
@@ -167,6 +188,16 @@ fn main() -> ExitCode {
             .collect()
     });
     say_if_system_differs(&cli, &resumed);
+    // The resources next: one that cannot be read stops here too.
+    let resources = resources(&cwd, options.no_resources, &resumed);
+    let resources = resources.and_then(|catalog| desired_system(&catalog));
+    let desired = match resources {
+        Ok(desired) => desired,
+        Err(problem) => {
+            cli::say(&cli::readable(&problem));
+            return ExitCode::from(2);
+        }
+    };
     let containment = match options.unrestricted {
         false => Containment::Workspace,
         true => {
@@ -240,7 +271,8 @@ fn main() -> ExitCode {
     abort_on_ctrl_c(&agent, &pressed);
     let out = Arc::new(Mutex::new(Out::new()));
     show_events(&agent, &out, cli.json);
-    let run = match agent.prompt(&cli.prompt, PromptOptions::default()) {
+    let system = system_patch(&agent.state().messages, &desired);
+    let run = match agent.prompt(&cli.prompt, PromptOptions { system }) {
         Ok(run) => run,
         Err(error) => {
             cli::say(&format!("这次 prompt 失败了：{error}"));
@@ -273,7 +305,7 @@ fn main() -> ExitCode {
 }
 
 /// The rest of `--help`.
-const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--context-tokens N：接着会话时只带预算放得下的历史：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起），这次的 prompt 也计入。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。历史只在运行开始时取一次，运行中新增的调用和结果整段发送；超出预算的请求在 stderr 说明（这次运行的交互单独就放不下时是 single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
+const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--context-tokens N：接着会话时只带预算放得下的历史：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起），这次的 prompt 也计入。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。历史只在运行开始时取一次，运行中新增的调用和结果整段发送；超出预算的请求在 stderr 说明（这次运行的交互单独就放不下时是 single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n资源：当前目录的 AGENTS.md 和 skills/*/SKILL.md 的名字与描述放进 system 消息的 pi-resources 段落（计入 --context-tokens 的预算）：新对话随第一个 prompt 放进去，接着的会话只在段落变了时补一条。--no-resources：不读取资源（接着的会话里原有的资源段落移除）。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
 /// model call at all is no run, and a budget of nothing sends nothing, so
@@ -294,6 +326,7 @@ fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options
         budget: at_least_one(value("--context-tokens"), "--context-tokens")?,
         session,
         compact: switch("--compact"),
+        no_resources: switch("--no-resources"),
         unrestricted: switch("--unrestricted"),
     };
     Ok(Some((cli, options)))
@@ -319,6 +352,97 @@ fn say_if_system_differs(cli: &Cli, resumed: &[AgentMessage]) {
             cli::say("会话已经开始：system prompt 以会话文件里的为准，这次的 --system 不用。");
         }
     }
+}
+
+/// The workspace's resources (chapter 12): the current folder as the one
+/// root, said on stderr; none with `--no-resources`.
+fn resources(root: &Path, none: bool, resumed: &[AgentMessage]) -> Result<ResourceCatalog, String> {
+    if none {
+        let current = current_system_message(resumed).and_then(|system| system.sections);
+        let had = current.is_some_and(|sections| {
+            (sections.iter()).any(|(name, value)| name == RESOURCE_SECTION && value.is_some())
+        });
+        cli::say(match had {
+            true => "--no-resources：不读取资源，会话里原有的资源段落这次移除。",
+            false => "--no-resources：不读取当前目录的 AGENTS.md 和 skills。",
+        });
+        return Ok(ResourceCatalog::default());
+    }
+    let catalog = discover_resources(&[root]).map_err(|error| {
+        format!(
+            "资源无法读取（还没有调用模型）：{error}。修好它，或用 --no-resources 不带资源运行。"
+        )
+    })?;
+    let mut said = Vec::new();
+    if let Some(instructions) = &catalog.instructions {
+        let (source, bytes) = (instructions.source.display(), instructions.body.len());
+        said.push(format!("AGENTS.md（{source}，{bytes} 字节）"));
+    }
+    if !catalog.skills.is_empty() {
+        let names: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
+        said.push(format!("skills 目录 {}", names.join("、")));
+    }
+    if !said.is_empty() {
+        cli::say(&cli::readable(&format!(
+            "已载入资源：{}。它们放在 system 消息的 {RESOURCE_SECTION} 段落里发给模型。",
+            said.join("；")
+        )));
+    }
+    Ok(catalog)
+}
+
+/// The system state the resources want, as the patch that starts a
+/// transcript: their section when there are any. No base prompt: that is
+/// `--system`'s, which the agent already holds in a new conversation, and a
+/// resumed one keeps its own.
+fn desired_system(resources: &ResourceCatalog) -> Result<SystemPatch, String> {
+    let mut sections = None;
+    if !resources.keys().is_empty() {
+        let text = format_resource_context(resources, &[])
+            .map_err(|error| format!("资源段落无法生成（还没有调用模型）：{error}"))?;
+        sections = Some(Sections::from([(RESOURCE_SECTION, Some(text.as_str()))]));
+    }
+    Ok(SystemPatch {
+        content: String::new(),
+        sections,
+    })
+}
+
+/// The patch that turns the transcript's replayed system state into the
+/// wanted one, or `None` when they agree. With no system message yet, the
+/// whole state (if not empty); after that, only the sections that differ,
+/// `None` for those no longer wanted. The base prompt is never patched.
+fn system_patch(messages: &[AgentMessage], desired: &SystemPatch) -> Option<SystemPatch> {
+    let Some(current) = current_system_message(messages) else {
+        let empty = desired.content.is_empty() && desired.sections.is_none();
+        return (!empty).then(|| desired.clone());
+    };
+    let (current, wanted) = (
+        current.sections.unwrap_or_default(),
+        desired.sections.clone(),
+    );
+    let wanted = wanted.unwrap_or_default();
+    let mut changes = Sections::default();
+    for (name, value) in wanted.iter() {
+        if section(&current, name) != value {
+            changes.insert(name, value);
+        }
+    }
+    for (name, _) in current.iter() {
+        if section(&wanted, name).is_none() {
+            changes.insert(name, None);
+        }
+    }
+    let sections = Some(changes).filter(|changes| !changes.is_empty());
+    sections.map(|sections| SystemPatch {
+        content: String::new(),
+        sections: Some(sections),
+    })
+}
+
+fn section<'a>(sections: &'a Sections, name: &str) -> Option<&'a str> {
+    let found = sections.iter().find(|(known, _)| *known == name);
+    found.and_then(|(_, value)| value)
 }
 
 /// Writes the run as it ended: the last assistant message's text (control

@@ -33,6 +33,9 @@
 //! * Chapter 11 — [`context`]: what the model reads, rebuilt from the
 //!   session's path to a token budget: whole interactions, newest first,
 //!   behind the latest compaction summary.
+//! * Chapter 12 — [`resources`]: `AGENTS.md`, skills and templates found in
+//!   resource roots and brought into the context on demand, and extensions
+//!   that pass a trust gate before their code runs, then hook tool calls.
 
 pub mod event_stream;
 
@@ -45,6 +48,7 @@ pub mod assistant_stream;
 pub mod coding_tools;
 pub mod context;
 pub mod provider_adapter;
+pub mod resources;
 pub mod scripted_model;
 pub mod session;
 pub mod tool;
