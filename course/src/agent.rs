@@ -47,9 +47,7 @@ use crate::types::{
 /// What an agent is made of.
 pub struct AgentOptions<M> {
     pub model: M,
-    /// Shared (chapter 13): an executor that outlives this borrow, such as
-    /// one wrapped in extension hooks, may run the same tools.
-    pub tools: Arc<ToolRegistry>,
+    pub tools: ToolRegistry,
     /// Runs each call instead of chapter 06's executor.
     pub tool_executor: Option<Box<ToolExecutor>>,
     /// When not empty, the transcript's leading system message.
@@ -61,11 +59,11 @@ pub struct AgentOptions<M> {
 }
 
 impl<M> AgentOptions<M> {
-    /// `model` and `tools` (a registry, or one already shared), nothing else.
-    pub fn new(model: M, tools: impl Into<Arc<ToolRegistry>>) -> Self {
+    /// `model` and `tools`, nothing else.
+    pub fn new(model: M, tools: ToolRegistry) -> Self {
         AgentOptions {
             model,
-            tools: tools.into(),
+            tools,
             tool_executor: None,
             system_prompt: None,
             initial_messages: Vec::new(),
