@@ -1,19 +1,24 @@
-//! The agent the chapters built so far, runnable: chapter 09's `Agent`
-//! with chapter 08's coding tools in the current folder, chapter 10's
-//! session file, chapter 11's context budget and chapter 12's resources —
-//! a small coding agent that remembers a conversation, sends what fits and
-//! reads the project's instructions.
+//! The agent the chapters built, runnable: chapter 13's runtime, which
+//! wires chapter 09's `Agent`, chapter 08's coding tools in the current
+//! folder, chapter 10's session, chapter 11's context budget and chapter
+//! 12's resources — a small coding agent you keep open.
 //!
 //! ```sh
-//! cargo run -p course --example agent -- [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--no-resources] [--unrestricted] [--json] [--] PROMPT
+//! cargo run -p course --example agent -- [--mode print|json|interactive] [--base-url URL] [--model NAME] [--system TEXT] [--idle-timeout SECS] [--max-steps N] [--context-tokens N] [--session FILE [--leaf ID] [--compact]] [--no-resources] [--unrestricted] [PROMPT]
 //! ```
 //!
-//! One `Agent` in the process; PROMPT is one `prompt` on it. The final
-//! answer's text goes to stdout; what the tools do is said on stderr as it
-//! happens (a listener of the agent's events). With `--json`, stdout gets
-//! each loop event as one JSON line as it happens (chapter 07's wire),
-//! then the run `{"reason","steps","messages"}`. A failed write to stdout
-//! aborts the run.
+//! Modes (chapter 13's `run_mode`: a mode only chooses how a run is
+//! written; the run is saved before anything is written):
+//! * `print` (the default with a PROMPT): the final answer's text on
+//!   stdout; what the tools do is said on stderr as it happens.
+//! * `json` (`--json` too): each loop event as one JSON line as it happens
+//!   (chapter 07's wire), then the run `{"reason","steps","messages"}`.
+//! * `interactive` (the default without a PROMPT): one prompt per line of
+//!   stdin, one runtime for all of them, so the conversation goes on; each
+//!   answer as in `print`. Ctrl-C aborts the running prompt and returns to
+//!   the next line (at the prompt it says that a second press ends the
+//!   program); Ctrl-D (the end of stdin) ends. A PROMPT given too is
+//!   the first line.
 //!
 //! Four tools (`create_coding_tools`): `read`, `write`, `edit` and `bash`,
 //! with the current folder as their workspace. A path that leaves it
@@ -27,64 +32,54 @@
 //! ignores) and edits it, shows it with bash, and answers with the
 //! project's name.
 //!
-//! The first Ctrl-C aborts the run through `Agent::abort` (the model and
-//! the tools see its signal); a second one before the run ends exits at
-//! once (130). Exit 0 when the run ended with stop, 1 otherwise, 2 for bad
-//! arguments (`--max-steps 0` too), a session file that is not one and a
-//! resource that cannot be read.
+//! The first Ctrl-C aborts the running prompt through the runtime's control
+//! (the model and the tools see its signal); its run is saved as it ended.
+//! A second one before the run ends, or two at the prompt, end the process
+//! at once (exit 130). Exit 0 when the (last) run ended with stop, or
+//! interactive mode ended with Ctrl-D; 1 otherwise; 2 for bad arguments
+//! (`--max-steps 0` too) and a session file that is not one.
 //!
 //! `--session FILE` keeps the conversation in a session file (created if
-//! missing; see `session_file`): the agent continues the path to the
-//! newest entry (`AgentOptions::initial_messages`, chosen to the budget as
-//! below), and once
-//! the run ends, whatever the reason, its new messages are appended, each
-//! the child of the one before, before the answer is written. A failed
-//! append is said and the answer is not written (exit 1). A process killed
-//! in the middle of a run loses that run, nothing before it; one killed
-//! while it saves may leave a torn last line, which the next run cuts off,
-//! and a call without its result, which the next run pairs with an error
-//! result, both said on stderr. `--system` counts in a new session only: a
-//! resumed one keeps the system prompt it has (said on stderr when
-//! `--system` asks for another).
+//! missing; see `session_file`): the runtime continues the path to the
+//! newest entry, or to `--leaf ID` (a branch: what follows becomes that
+//! entry's child), and appends each prompt's messages once its run ends,
+//! before the answer is written. A process killed in the middle of a run
+//! loses that run, nothing before it; a torn last line is cut off, and a
+//! call left without a result is paired with an error result, both said on
+//! stderr. One failed append ends the runtime: every later prompt fails
+//! with that error (exit 1). `--system` counts in a new session only: a
+//! resumed one keeps the system prompt it has. Without `--session` the
+//! conversation lives in memory (chapter 10's `InMemorySessionStore`).
 //!
-//! A resumed session is not sent whole: the agent starts from chapter 11's
-//! `build_context` over the path, with the prompt counted as its newest
-//! interaction (`session_file::start`): the system messages fold into one,
-//! the latest compaction's summary comes next, and whole interactions are
-//! kept, newest first, while they fit. `--context-tokens N` is the budget,
+//! Every request is rebuilt by the runtime from the saved path plus the
+//! messages not saved yet (chapter 11's `build_context`), so the latest
+//! compaction's summary leads, system messages fold into one, and whole
+//! interactions are kept, newest first. `--context-tokens N` is the budget,
 //! counted with a stated estimate ([`estimate_tokens`]: a message costs the
 //! UTF-8 bytes of its JSON in the request, divided by 4, rounded up; the
-//! tool definitions are counted the same way and come off first). The
-//! history is chosen once, as the run starts: the calls and results the
-//! run adds are sent whole and push nothing out. A request over the budget
-//! is said on stderr (`Budgeted`): `single_group_overflow` when the run's
-//! own interaction alone does not fit. Without a session, the run is the
-//! one interaction and is sent whole. `--compact` (with `--session`) first
-//! has the model sum up everything before the newest interaction as a
-//! compaction entry (`session_file::compact`); a summary the session's
-//! strict parser refuses, or no summary at all, is said, the file is left
-//! as it was, and the prompt does not run (exit 1).
+//! tool definitions are counted the same way and come off first). An
+//! interaction that alone is over the budget is sent whole anyway and said
+//! on stderr (`single_group_overflow`). `--compact` (with `--session`)
+//! first has the model sum up everything before the newest interaction as
+//! a compaction entry (`session_file::compact`).
 //!
 //! The current folder is the one resource root (chapter 12's
-//! `discover_resources`): its `AGENTS.md` and the name and description of
-//! each `skills/*/SKILL.md` go in the `pi-resources` section of the system
-//! message (`format_resource_context`), through a system patch on the
-//! prompt (`PromptOptions::system`). A new conversation gets the section
-//! with its first prompt (after `--system`'s message, if any); a resumed
-//! session is patched only when its current section differs, and the patch
-//! is saved with the run's other new messages. What was loaded is said on
+//! `discover_resources`): the runtime puts its `AGENTS.md` and the name and
+//! description of each `skills/*/SKILL.md` in the `pi-resources` section of
+//! the system message it saves with a prompt, and patches a resumed
+//! session only when that section changed. What was loaded is said on
 //! stderr. A resource that cannot be read stops before any model call
-//! (exit 2), naming the file. `--no-resources` reads none (and takes a
-//! resumed session's section out). Skill bodies, templates and extensions
-//! are chapter 12's API, not this command line's: the model sees the
-//! catalog, and this program compiles in no extension to trust.
+//! (exit 2), naming the file. `--no-resources` reads none (and the runtime
+//! takes a resumed session's section out). Skill bodies, templates and
+//! extensions are chapter 12's API, not this command line's: the runtime
+//! shows the catalog, and this program compiles in no extension to trust.
 
 mod cli;
 mod session_file;
 
 use std::env;
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{self, BufRead, Read};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -93,16 +88,19 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 
 use cli::{Cli, Out, Parsed};
-use course::agent::{Agent, AgentEvent, AgentOptions, PromptOptions, SystemPatch};
-use course::agent_loop::{AgentRunResult, LoopEvent, RunReason};
+use course::agent::{AgentEvent, AgentStatus};
+use course::agent_loop::{LoopEvent, RunReason};
 use course::assistant_stream::AssistantMessageEventStream;
 use course::coding_tools::{CodingToolsOptions, Containment, create_coding_tools};
-use course::provider_adapter::{OpenAiCompatibleModel, to_provider_messages, to_provider_tools};
-use course::resources::{
-    RESOURCE_SECTION, ResourceCatalog, discover_resources, format_resource_context,
+use course::composition::{
+    ContextBudget, Runtime, RuntimeConfig, RuntimeDeps, RuntimeError, RuntimeMode, SharedSession,
+    create_runtime, run_mode,
 };
+use course::provider_adapter::{OpenAiCompatibleModel, to_provider_messages, to_provider_tools};
+use course::resources::{RESOURCE_SECTION, ResourceCatalog, discover_resources};
+use course::session::InMemorySessionStore;
 use course::types::{
-    AgentContext, AgentMessage, AssistantContent, Model, Sections, StreamOptions, TextContent,
+    AgentContext, AgentMessage, AssistantContent, Model, StreamOptions, TextContent,
     current_system_message, text_of,
 };
 use serde::Serialize;
@@ -115,19 +113,21 @@ const DEMO_FILE: &str = "course/Cargo.toml";
 /// The note the demo writes and edits: under `target/`, which git ignores.
 const DEMO_NOTE: &str = "target/agent-demo/note.md";
 
-/// A tool result longer than this is cut on stderr (the model and `--json`
+/// A tool result longer than this is cut on stderr (the model and `json`
 /// get all of it).
 const SHOWN_CHARS: usize = 1_500;
 
-/// The agent of this process.
-type Coding = Agent<Budgeted>;
+/// The runtime of this process.
+type Coding = Runtime<Budgeted>;
 
 /// What the command line asks for beyond `cli`'s flags.
 struct Options {
+    mode: RuntimeMode,
     max_steps: Option<usize>,
     /// `--context-tokens`; `None` is no limit.
     budget: Option<u64>,
     session: Option<PathBuf>,
+    leaf: Option<String>,
     compact: bool,
     no_resources: bool,
     unrestricted: bool,
@@ -136,8 +136,10 @@ struct Options {
 fn main() -> ExitCode {
     let usage = cli::usage(
         "agent",
-        " [--max-steps N] [--context-tokens N] [--session FILE [--compact]] [--no-resources] [--unrestricted]",
+        " [--mode print|json|interactive] [--max-steps N] [--context-tokens N] [--session FILE [--leaf ID] [--compact]] [--no-resources] [--unrestricted]",
     );
+    // `cli`'s line ends with a PROMPT `chat` needs; here it may be left out.
+    let usage = format!("{}[PROMPT]", usage.trim_end_matches("PROMPT"));
     let switch = |arg: &OsString| {
         ["--unrestricted", "--compact", "--no-resources"].contains(&arg.to_str().unwrap_or(""))
     };
@@ -148,8 +150,14 @@ fn main() -> ExitCode {
     let (switches, before): (Vec<OsString>, Vec<OsString>) =
         all[..end].iter().cloned().partition(switch);
     let args = before.into_iter().chain(all[end..].iter().cloned());
-    let own = ["--max-steps", "--context-tokens", "--session"];
-    let parsed = cli::parse(args, &own, |name| env::var(name).ok());
+    let own = [
+        "--mode",
+        "--max-steps",
+        "--context-tokens",
+        "--session",
+        "--leaf",
+    ];
+    let parsed = cli::parse_any(args, &own, |name| env::var(name).ok());
     let (cli, options) = match parsed.and_then(|parsed| options(parsed, &switches)) {
         Ok(Some(run)) => run,
         Ok(None) => {
@@ -172,7 +180,7 @@ fn main() -> ExitCode {
     let opened = options
         .session
         .as_ref()
-        .map(|file| session_file::open(file));
+        .map(|file| session_file::open(file, options.leaf.as_deref()));
     let mut opened = match opened.transpose() {
         Ok(opened) => opened,
         Err((code, problem)) => {
@@ -189,10 +197,8 @@ fn main() -> ExitCode {
     });
     say_if_system_differs(&cli, &resumed);
     // The resources next: one that cannot be read stops here too.
-    let resources = resources(&cwd, options.no_resources, &resumed);
-    let resources = resources.and_then(|catalog| desired_system(&catalog));
-    let desired = match resources {
-        Ok(desired) => desired,
+    let resources = match resources(&cwd, options.no_resources, &resumed) {
+        Ok(resources) => resources,
         Err(problem) => {
             cli::say(&cli::readable(&problem));
             return ExitCode::from(2);
@@ -240,72 +246,57 @@ fn main() -> ExitCode {
     let definitions = tools.definitions();
     let tool_tokens = to_provider_tools(Some(&definitions)).map_or(0, |tools| tokens_of(&tools));
     let budget = (options.budget).map_or(u64::MAX, |budget| budget.saturating_sub(tool_tokens));
-    let start = opened
-        .as_ref()
-        .map(|opened| session_file::start(opened, &cli.prompt, budget, estimate_tokens));
-    let (initial, history_tokens) = match start.transpose() {
-        Ok(Some(start)) => (start.messages, start.history_tokens),
-        Ok(None) => (Vec::new(), 0),
-        Err(error) => {
-            cli::say(&format!("会话无法按第 11 章的规则重建：{error}"));
-            return ExitCode::from(2);
+    let (session, active_leaf_id): (SharedSession, _) = match opened {
+        Some(opened) => {
+            let leaf = opened.leaf();
+            (Arc::new(Mutex::new(opened.store)), leaf)
         }
+        None => (Arc::new(Mutex::new(InMemorySessionStore::default())), None),
     };
-    // A new conversation takes `--system`; a resumed one has its own.
-    let system_prompt = match resumed.is_empty() {
-        true => cli.system.clone(),
-        false => None,
-    };
-    let initial_count = initial.len();
-    let model = Budgeted {
-        model,
-        budget,
-        history_tokens,
-    };
-    let agent = Arc::new(Agent::new(AgentOptions {
-        system_prompt,
-        initial_messages: initial,
+    let config = RuntimeConfig {
+        active_leaf_id,
+        system_prompt: cli.system.clone(),
         max_steps: options.max_steps,
-        ..AgentOptions::new(model, tools)
-    }));
-    abort_on_ctrl_c(&agent, &pressed);
-    let out = Arc::new(Mutex::new(Out::new()));
-    show_events(&agent, &out, cli.json);
-    let system = system_patch(&agent.state().messages, &desired);
-    let run = match agent.prompt(&cli.prompt, PromptOptions { system }) {
-        Ok(run) => run,
+        context: ContextBudget {
+            total: budget,
+            reserved_output: 0,
+            safety_margin: 0,
+            estimate_tokens: Arc::new(estimate_tokens),
+        },
+    };
+    let deps = RuntimeDeps {
+        model: Budgeted { model, budget },
+        tools,
+        session,
+        resources: Arc::new(resources),
+        extension_host: None,
+        create_id: Box::new(session_file::new_id),
+        now: Box::new(session_file::now),
+    };
+    let runtime = match create_runtime(config, deps) {
+        Ok(runtime) => Arc::new(runtime),
         Err(error) => {
-            cli::say(&format!("这次 prompt 失败了：{error}"));
+            cli::say(&format!("无法创建 runtime：{error}"));
             return ExitCode::from(1);
         }
     };
-    // Saved before anything of the answer is written: what a reader sees
-    // is in the file.
-    if let (Some(opened), Some(file)) = (&mut opened, &options.session) {
-        if let Err(error) = opened.save(&run.messages[initial_count..]) {
-            cli::say(&format!(
-                "这次运行没能存进会话文件 {}：{error}。回答没有写出。",
-                file.display()
-            ));
-            return ExitCode::from(1);
-        }
-    }
-    if !write_run(&out, &run, cli.json) {
-        return ExitCode::from(1);
-    }
-    if run.reason != RunReason::Stop {
-        cli::say(&format!(
-            "—— 运行结束：{}，{} 次模型调用",
-            reason(run.reason),
-            run.steps
-        ));
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
+    abort_on_ctrl_c(&runtime, &pressed, options.mode == RuntimeMode::Interactive);
+    let out = Arc::new(Mutex::new(Out::new()));
+    show_events(&runtime, &out, options.mode);
+    let code = match options.mode {
+        RuntimeMode::Interactive => interactive(&runtime, &out, &pressed, &cli.prompt),
+        mode => match prompt_once(&runtime, &out, mode, &cli.prompt) {
+            Ok(RunReason::Stop) => ExitCode::SUCCESS,
+            _ => ExitCode::from(1),
+        },
+    };
+    // Every accepted prompt is answered, so this waits for nothing more.
+    let _ = runtime.dispose().wait();
+    code
 }
 
 /// The rest of `--help`.
-const HELP: &str = "--json：每个事件一行 JSON，最后一行是这次运行。\n--max-steps N：一次运行最多调用模型 N 次。\n--session FILE：对话存进会话文件（没有就新建），下次接着最新的一条继续。一次运行结束以后、回答写出之前，它的消息才存进去。--system 只对新会话有效。\n--context-tokens N：接着会话时只带预算放得下的历史：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起），这次的 prompt 也计入。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。历史只在运行开始时取一次，运行中新增的调用和结果整段发送；超出预算的请求在 stderr 说明（这次运行的交互单独就放不下时是 single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n资源：当前目录的 AGENTS.md 和 skills/*/SKILL.md 的名字与描述放进 system 消息的 pi-resources 段落（计入 --context-tokens 的预算）：新对话随第一个 prompt 放进去，接着的会话只在段落变了时补一条。--no-resources：不读取资源（接着的会话里原有的资源段落移除）。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查。";
+const HELP: &str = "--max-steps N：一次运行最多调用模型 N 次（默认 32）。\n--unrestricted：路径可以离开当前目录，bash 的命令不再检查（这只是防失误的护栏，不是沙箱）。\n--mode：print（有 PROMPT 时的默认）只把最终回答写到 stdout；json（也可写 --json）每个事件一行 JSON，最后一行是这次运行；interactive（没有 PROMPT 时的默认）从 stdin 每行读一个 prompt，对话一直接着，Ctrl-C 中止当前运行，Ctrl-D 结束。\n--session FILE：对话存进会话文件，下次接着最新的一条继续；--leaf ID 从这一条接着写（一条新分支）。每个 prompt 的消息在它的运行结束、回答写出之前存好。\n--context-tokens N：每次请求只带预算放得下的部分：最新的压缩摘要在前，交互从新到旧整段保留（工具调用和它的结果总在一起）。估算：一条消息 = 它在请求里的 JSON 的 UTF-8 字节数 ÷ 4，向上取整；工具定义也这样算，先从 N 里扣掉。最新的一次交互单独就超出预算时，照样整段发送，并在 stderr 说明（single_group_overflow）。\n--compact（要和 --session 一起用）：先请模型把最新一次交互之前的对话写成 7 个字段的 JSON 摘要，经会话的严格解析后作为 compaction 追加到会话文件，再开始。\n资源：当前目录的 AGENTS.md 和 skills/*/SKILL.md 的名字与描述由 runtime 放进 system 消息的 pi-resources 段落（计入 --context-tokens 的预算）。--no-resources：不读取资源。";
 
 /// The flags beyond `cli`'s, read and checked: `None` for `--help`. No
 /// model call at all is no run, and a budget of nothing sends nothing, so
@@ -316,15 +307,36 @@ fn options(parsed: Parsed, switches: &[OsString]) -> Result<Option<(Cli, Options
     };
     let value =
         |flag: &str| (cli.own.iter()).find_map(|(name, value)| (name == flag).then_some(value));
+    let mode = match (value("--mode"), cli.json) {
+        (Some(mode), false) => mode
+            .parse()
+            .map_err(|error: RuntimeError| error.to_string())?,
+        (Some(mode), true) if mode != "json" => {
+            return Err(format!(
+                "--json 就是 --mode json，不能和 --mode {mode} 一起给"
+            ));
+        }
+        (_, true) => RuntimeMode::Json,
+        (None, false) if cli.prompt.is_empty() => RuntimeMode::Interactive,
+        (None, false) => RuntimeMode::Print,
+    };
+    if mode != RuntimeMode::Interactive && cli.prompt.is_empty() {
+        return Err("缺少 PROMPT（或者用 --mode interactive 逐行输入）".to_string());
+    }
     let switch = |name: &str| switches.iter().any(|switch| switch == name);
     let session = value("--session").map(PathBuf::from);
-    if session.is_none() && switch("--compact") {
-        return Err("--compact 要和 --session FILE 一起用：它压缩的是会话文件。".to_string());
+    let leaf = value("--leaf").cloned();
+    if session.is_none() && (leaf.is_some() || switch("--compact")) {
+        return Err(
+            "--leaf 和 --compact 要和 --session FILE 一起用：它们说的是会话文件。".to_string(),
+        );
     }
     let options = Options {
+        mode,
         max_steps: at_least_one(value("--max-steps"), "--max-steps")?.map(|n| n as usize),
         budget: at_least_one(value("--context-tokens"), "--context-tokens")?,
         session,
+        leaf,
         compact: switch("--compact"),
         no_resources: switch("--no-resources"),
         unrestricted: switch("--unrestricted"),
@@ -343,19 +355,19 @@ fn at_least_one(value: Option<&String>, flag: &str) -> Result<Option<u64>, Strin
     }
 }
 
-/// A resumed conversation keeps the system prompt it has (none, if it
-/// started without one): said when `--system` asks for another.
+/// A resumed conversation keeps the system prompt it has (the runtime
+/// patches only the resources): said when `--system` asks for another.
 fn say_if_system_differs(cli: &Cli, resumed: &[AgentMessage]) {
     let current = current_system_message(resumed).map(|system| system.content);
-    if let (Some(system), false) = (&cli.system, resumed.is_empty()) {
-        if current.as_ref() != Some(system) {
+    if let (Some(system), Some(current)) = (&cli.system, current) {
+        if *system != current {
             cli::say("会话已经开始：system prompt 以会话文件里的为准，这次的 --system 不用。");
         }
     }
 }
 
-/// The workspace's resources (chapter 12): the current folder as the one
-/// root, said on stderr; none with `--no-resources`.
+/// The workspace's resources for the runtime (chapter 12): the current
+/// folder as the one root, said on stderr; none with `--no-resources`.
 fn resources(root: &Path, none: bool, resumed: &[AgentMessage]) -> Result<ResourceCatalog, String> {
     if none {
         let current = current_system_message(resumed).and_then(|system| system.sections);
@@ -384,99 +396,107 @@ fn resources(root: &Path, none: bool, resumed: &[AgentMessage]) -> Result<Resour
     }
     if !said.is_empty() {
         cli::say(&cli::readable(&format!(
-            "已载入资源：{}。它们放在 system 消息的 {RESOURCE_SECTION} 段落里发给模型。",
+            "已载入资源：{}。runtime 把它们放在 system 消息的 {RESOURCE_SECTION} 段落里发给模型。",
             said.join("；")
         )));
     }
     Ok(catalog)
 }
 
-/// The system state the resources want, as the patch that starts a
-/// transcript: their section when there are any. No base prompt: that is
-/// `--system`'s, which the agent already holds in a new conversation, and a
-/// resumed one keeps its own.
-fn desired_system(resources: &ResourceCatalog) -> Result<SystemPatch, String> {
-    let mut sections = None;
-    if !resources.keys().is_empty() {
-        let text = format_resource_context(resources, &[])
-            .map_err(|error| format!("资源段落无法生成（还没有调用模型）：{error}"))?;
-        sections = Some(Sections::from([(RESOURCE_SECTION, Some(text.as_str()))]));
-    }
-    Ok(SystemPatch {
-        content: String::new(),
-        sections,
-    })
-}
-
-/// The patch that turns the transcript's replayed system state into the
-/// wanted one, or `None` when they agree. With no system message yet, the
-/// whole state (if not empty); after that, only the sections that differ,
-/// `None` for those no longer wanted. The base prompt is never patched.
-fn system_patch(messages: &[AgentMessage], desired: &SystemPatch) -> Option<SystemPatch> {
-    let Some(current) = current_system_message(messages) else {
-        let empty = desired.content.is_empty() && desired.sections.is_none();
-        return (!empty).then(|| desired.clone());
+/// One prompt through chapter 13's `run_mode`: the run is saved, then
+/// written as `mode` writes it. A run that did not end with stop is said on
+/// stderr; so is an error of the runtime.
+fn prompt_once(
+    runtime: &Coding,
+    out: &Mutex<Out>,
+    mode: RuntimeMode,
+    prompt: &str,
+) -> Result<RunReason, RuntimeError> {
+    let write = |output: &str| {
+        let shown = match mode {
+            RuntimeMode::Json => output.to_string(),
+            _ if output.is_empty() || output.ends_with('\n') => cli::readable(output),
+            _ => cli::readable(&format!("{output}\n")),
+        };
+        match out.lock().unwrap().write(&shown) {
+            true => Ok(()),
+            false => Err(io::Error::other("标准输出写入失败")),
+        }
     };
-    let (current, wanted) = (
-        current.sections.unwrap_or_default(),
-        desired.sections.clone(),
-    );
-    let wanted = wanted.unwrap_or_default();
-    let mut changes = Sections::default();
-    for (name, value) in wanted.iter() {
-        if section(&current, name) != value {
-            changes.insert(name, value);
-        }
-    }
-    for (name, _) in current.iter() {
-        if section(&wanted, name).is_none() {
-            changes.insert(name, None);
-        }
-    }
-    let sections = Some(changes).filter(|changes| !changes.is_empty());
-    sections.map(|sections| SystemPatch {
-        content: String::new(),
-        sections: Some(sections),
-    })
-}
-
-fn section<'a>(sections: &'a Sections, name: &str) -> Option<&'a str> {
-    let found = sections.iter().find(|(known, _)| *known == name);
-    found.and_then(|(_, value)| value)
-}
-
-/// Writes the run as it ended: the last assistant message's text (control
-/// characters escaped), or with `--json` the run as one JSON line. `false`
-/// when stdout failed (said on stderr by `Out`).
-fn write_run(out: &Mutex<Out>, run: &AgentRunResult, json: bool) -> bool {
-    let output = match json {
-        true => {
-            let line = serde_json::to_string(run).expect("a run serializes");
-            format!("{line}\n")
-        }
-        false => {
-            let mut messages = run.messages.iter().rev();
-            let last = messages.find(|message| matches!(message, AgentMessage::Assistant(_)));
-            let answer = last.map(text_of).unwrap_or_default();
-            match answer.is_empty() || answer.ends_with('\n') {
-                true => cli::readable(&answer),
-                false => cli::readable(&format!("{answer}\n")),
+    match run_mode(runtime, mode, prompt, write) {
+        Ok(run) => {
+            if run.reason != RunReason::Stop {
+                cli::say(&format!(
+                    "—— 运行结束：{}，{} 次模型调用",
+                    reason(run.reason),
+                    run.steps
+                ));
             }
+            Ok(run.reason)
         }
-    };
-    out.lock().unwrap().write(&output)
+        Err(error) => {
+            if !matches!(error, RuntimeError::Output(_)) {
+                cli::say(&format!("这次 prompt 失败了：{error}"));
+            }
+            Err(error)
+        }
+    }
 }
 
-/// Shows the run as it happens: with `--json`, each loop event as one JSON
+/// `interactive`: a prompt per line of stdin, on one runtime, until Ctrl-D
+/// (or a runtime error: a failed append fails every later prompt too).
+/// Ctrl-C is for the run going on: the flag it sets is cleared before each
+/// prompt and after it.
+fn interactive(runtime: &Coding, out: &Mutex<Out>, pressed: &AtomicBool, first: &str) -> ExitCode {
+    cli::say("交互模式：每行一个 prompt，对话一直接着；Ctrl-C 中止当前运行，Ctrl-D 结束。");
+    let mut next = Some(first.to_string()).filter(|first| !first.is_empty());
+    let stdin = io::stdin();
+    loop {
+        let prompt = match next.take() {
+            Some(prompt) => prompt,
+            None => {
+                eprint!("> ");
+                let mut line = Vec::new();
+                match stdin.lock().read_until(b'\n', &mut line) {
+                    Ok(0) => {
+                        eprintln!();
+                        return ExitCode::SUCCESS;
+                    }
+                    Ok(_) => match String::from_utf8(line) {
+                        Ok(line) => line.trim_end_matches(['\n', '\r']).to_string(),
+                        Err(_) => {
+                            cli::say("这一行不是 UTF-8 文本，没有发送；请换用 UTF-8 输入。");
+                            continue;
+                        }
+                    },
+                    Err(error) => {
+                        cli::say(&format!("无法读取标准输入：{error}"));
+                        return ExitCode::from(1);
+                    }
+                }
+            }
+        };
+        if prompt.trim().is_empty() {
+            continue;
+        }
+        pressed.store(false, Ordering::SeqCst);
+        if prompt_once(runtime, out, RuntimeMode::Interactive, &prompt).is_err() {
+            return ExitCode::from(1);
+        }
+        pressed.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Shows the runs as they happen: in `json`, each loop event as one JSON
 /// line on stdout (a failed write aborts the run: nobody reads on);
 /// otherwise what the tools do, on stderr, control characters escaped.
-fn show_events(agent: &Arc<Coding>, out: &Arc<Mutex<Out>>, json: bool) {
-    let (handle, out) = (Arc::downgrade(agent), Arc::clone(out));
-    agent.subscribe(move |event| {
+fn show_events(runtime: &Arc<Coding>, out: &Arc<Mutex<Out>>, mode: RuntimeMode) {
+    let (handle, out) = (Arc::downgrade(runtime), Arc::clone(out));
+    runtime.control().subscribe(move |event| {
         let AgentEvent::Loop { event, .. } = event else {
             return;
         };
-        if !json {
+        if mode != RuntimeMode::Json {
             eprint!("{}", cli::readable(&show(event)));
             return;
         }
@@ -487,18 +507,26 @@ fn show_events(agent: &Arc<Coding>, out: &Arc<Mutex<Out>>, json: bool) {
     });
 }
 
-/// Each Ctrl-C aborts the run: the signal handler writes a byte to a
-/// socket (`cli::ctrl_c` has already made it set `pressed`), and a thread
-/// woken by it calls `abort`, which a handler itself must not (it locks).
-/// A press just before the run starts aborts the run as it starts.
-fn abort_on_ctrl_c(agent: &Arc<Coding>, pressed: &Arc<AtomicBool>) {
+/// Each Ctrl-C aborts the running prompt: the signal handler writes a byte
+/// to a socket (`cli::ctrl_c` has already made it set `pressed`), and a
+/// thread woken by it calls `abort`, which a handler itself must not (it
+/// locks). A press just before a run starts aborts the run as it starts.
+/// In interactive mode a press while no prompt runs says what the next one
+/// does, so the first press is not met with silence.
+fn abort_on_ctrl_c(runtime: &Arc<Coding>, pressed: &Arc<AtomicBool>, interactive: bool) {
     use signal_hook::consts::SIGINT;
     use signal_hook::low_level::pipe;
     let woken = UnixStream::pair().and_then(|(mut woken, wake)| {
         pipe::register(SIGINT, wake)?;
-        let handle = Arc::downgrade(agent);
+        let handle = Arc::downgrade(runtime);
         thread::Builder::new().spawn(move || {
             while woken.read(&mut [0]).is_ok_and(|read| read > 0) {
+                let idle = handle
+                    .upgrade()
+                    .map(|runtime| runtime.control().state().status);
+                if interactive && idle == Some(AgentStatus::Idle) {
+                    cli::say("\n没有正在运行的 prompt：再按一次 Ctrl-C 退出，Ctrl-D 结束。");
+                }
                 abort(&handle);
             }
         })
@@ -506,24 +534,24 @@ fn abort_on_ctrl_c(agent: &Arc<Coding>, pressed: &Arc<AtomicBool>) {
     if let Err(error) = woken {
         cli::say(&format!("无法接管 Ctrl-C：{error}"));
     }
-    let (handle, pressed) = (Arc::downgrade(agent), Arc::clone(pressed));
-    agent.subscribe(move |event| {
+    let (handle, pressed) = (Arc::downgrade(runtime), Arc::clone(pressed));
+    runtime.control().subscribe(move |event| {
         if matches!(event, AgentEvent::RunStart { .. }) && pressed.load(Ordering::SeqCst) {
             abort(&handle);
         }
     });
 }
 
-/// Aborts the run, if there still is an agent. Listeners and the Ctrl-C
-/// thread hold a `Weak` handle: the agent must not own itself.
+/// Aborts the running prompt, if there still is a runtime. Listeners and
+/// the Ctrl-C thread hold a `Weak` handle: the runtime must not own itself.
 fn abort(handle: &Weak<Coding>) {
-    if let Some(agent) = handle.upgrade() {
-        agent.abort();
+    if let Some(runtime) = handle.upgrade() {
+        runtime.control().abort();
     }
 }
 
-/// One loop event as it is said on stderr: what an answer that asks for
-/// tools says, each call, each result.
+/// One loop event as `print` and `interactive` say it on stderr: what an
+/// answer that asks for tools says, each call, each result.
 fn show(event: &LoopEvent) -> String {
     match event {
         LoopEvent::AssistantMessage { message } => match &message.error_message {
@@ -580,19 +608,16 @@ fn reason(reason: RunReason) -> &'static str {
     }
 }
 
-/// Chapter 05's model, counting each request against the budget: says on
-/// stderr when what it was handed is over it. The history was chosen to
-/// the budget as the run started; what the run adds since is sent whole.
-/// `single_group_overflow` (chapter 11's word) when the request is over
-/// even without that history: the run's own interaction alone does not
-/// fit, and splitting it would part calls from their results; it is sent
-/// whole, and the provider's own limit has the last word.
+/// Chapter 05's model behind the runtime's projection, which has already
+/// rebuilt the request to the budget: says on stderr when what it was
+/// handed is still over it (chapter 11's `single_group_overflow`: the
+/// newest interaction alone does not fit; it is the one the model must
+/// answer, so it is sent whole, and the provider's own limit has the last
+/// word).
 struct Budgeted {
     model: OpenAiCompatibleModel,
     /// Tokens for messages, the tool definitions already taken off.
     budget: u64,
-    /// What the interactions kept from the session cost.
-    history_tokens: u64,
 }
 
 impl Model for Budgeted {
@@ -600,15 +625,10 @@ impl Model for Budgeted {
 
     fn stream(&self, context: &AgentContext, options: StreamOptions) -> Self::Stream {
         let used: u64 = context.messages.iter().map(estimate_tokens).sum();
-        let budget = self.budget;
-        if used.saturating_sub(self.history_tokens) > budget {
+        if used > self.budget {
             cli::say(&format!(
-                "上下文超出预算（single_group_overflow）：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {budget}。这次运行的交互单独就放不下，仍然整段发送：拆开它，工具调用和结果就分家了。"
-            ));
-        } else if used > budget {
-            cli::say(&format!(
-                "上下文超出预算：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {budget}。历史只在运行开始时按预算取一次（这次带了 {} tokens），运行中新增的调用和结果不会让它让位，照样整段发送；下一次运行重新按预算取。",
-                self.history_tokens
+                "上下文超出预算（single_group_overflow）：这次请求的消息估算 {used} tokens，预算扣掉工具定义后只有 {}。最新的一次交互单独就放不下，仍然整段发送：拆开它，工具调用和结果就分家了。",
+                self.budget
             ));
         }
         self.model.stream(context, options)

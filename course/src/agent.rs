@@ -47,7 +47,9 @@ use crate::types::{
 /// What an agent is made of.
 pub struct AgentOptions<M> {
     pub model: M,
-    pub tools: ToolRegistry,
+    /// Shared (chapter 13): an executor that outlives this borrow, such as
+    /// one wrapped in extension hooks, may run the same tools.
+    pub tools: Arc<ToolRegistry>,
     /// Runs each call instead of chapter 06's executor.
     pub tool_executor: Option<Box<ToolExecutor>>,
     /// When not empty, the transcript's leading system message.
@@ -59,11 +61,11 @@ pub struct AgentOptions<M> {
 }
 
 impl<M> AgentOptions<M> {
-    /// `model` and `tools`, nothing else.
-    pub fn new(model: M, tools: ToolRegistry) -> Self {
+    /// `model` and `tools` (a registry, or one already shared), nothing else.
+    pub fn new(model: M, tools: impl Into<Arc<ToolRegistry>>) -> Self {
         AgentOptions {
             model,
-            tools,
+            tools: tools.into(),
             tool_executor: None,
             system_prompt: None,
             initial_messages: Vec::new(),

@@ -36,6 +36,9 @@
 //! * Chapter 12 — [`resources`]: `AGENTS.md`, skills and templates found in
 //!   resource roots and brought into the context on demand, and extensions
 //!   that pass a trust gate before their code runs, then hook tool calls.
+//! * Chapter 13 — [`composition`]: one runtime that wires the session, the
+//!   agent, the context, resources and extensions, and answers a prompt
+//!   only once its messages are saved.
 
 pub mod event_stream;
 
@@ -46,6 +49,7 @@ pub mod agent;
 pub mod agent_loop;
 pub mod assistant_stream;
 pub mod coding_tools;
+pub mod composition;
 pub mod context;
 pub mod provider_adapter;
 pub mod resources;

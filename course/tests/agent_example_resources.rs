@@ -1,9 +1,8 @@
-//! The `agent` example's resources (chapter 12, through a system patch on
-//! chapter 09's prompt) as a user meets them: the built binary run in a
-//! temporary workspace holding an `AGENTS.md` and a skill, against a server
-//! this test starts on 127.0.0.1 that records the request bodies it gets,
-//! so each test reads the system prompt the model was sent; with
-//! `--session`, what the session file keeps of it.
+//! The `agent` example's resources (chapter 12, through chapter 13's
+//! runtime) as a user meets them: the built binary run in a temporary
+//! workspace holding an `AGENTS.md` and a skill, against a server this test
+//! starts on 127.0.0.1 that records the request bodies it gets, so each
+//! test reads the system prompt the model was sent.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -328,67 +327,6 @@ fn a_resumed_session_is_patched_only_when_the_resources_change() {
     assert!(stderr.contains("原有的资源段落这次移除"), "{stderr}");
     assert_eq!(system_prompt(&requests[0]), None);
     assert_eq!(session_roles(&file)[8..], ["system", "user", "assistant"]);
-}
-
-/// The session file's entries, one per line.
-fn session_entries(file: &Path) -> Vec<Value> {
-    let text = fs::read_to_string(file).unwrap();
-    let entries = text.lines().map(|line| serde_json::from_str(line).unwrap());
-    entries.collect()
-}
-
-#[test]
-fn a_new_session_keeps_the_base_prompt_first_and_saves_the_section_as_the_run_s_patch() {
-    let folder = workspace("patch");
-    let file = folder.0.join("chat.jsonl");
-    let session = ["--session", file.to_str().unwrap()];
-
-    let args = [&session[..], &["--json", "--system", "BASE"]].concat();
-    let (output, requests) = run(&folder.0, &args);
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert_eq!(
-        system_prompt(&requests[0]).unwrap(),
-        format!("BASE\n\n{}", section())
-    );
-    // `--system`'s message, then the patch the prompt brought: both saved.
-    let entries = session_entries(&file);
-    assert_eq!(
-        session_roles(&file),
-        ["system", "system", "user", "assistant"]
-    );
-    assert_eq!(entries[0]["message"]["content"], "BASE");
-    assert!(entries[0]["message"].get("sections").is_none());
-    assert_eq!(entries[1]["message"]["content"], "");
-    assert_eq!(
-        entries[1]["message"]["sections"],
-        json!({ "pi-resources": section() })
-    );
-    // The patch is one of the run's messages.
-    let ran: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    let roles: Vec<&str> = (ran["messages"].as_array().unwrap().iter())
-        .map(|message| message["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["system", "system", "user", "assistant"]);
-
-    // Resumed with another --system and changed rules: the base prompt
-    // stands, only the section is patched.
-    fs::write(folder.0.join("AGENTS.md"), "NEW RULES").unwrap();
-    let args = [&session[..], &["--system", "OTHER"]].concat();
-    let (output, requests) = run(&folder.0, &args);
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("这次的 --system 不用"), "{stderr}");
-    let expected = format!("BASE\n\n{}", section().replace(RULES, "NEW RULES"));
-    assert_eq!(system_prompt(&requests[0]).unwrap(), expected);
-    let entries = session_entries(&file);
-    assert_eq!(session_roles(&file)[4..], ["system", "user", "assistant"]);
-    assert_eq!(entries[4]["message"]["content"], "");
-    let patched = section().replace(RULES, "NEW RULES");
-    assert_eq!(
-        entries[4]["message"]["sections"],
-        json!({ "pi-resources": patched })
-    );
 }
 
 #[test]

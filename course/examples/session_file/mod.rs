@@ -1,8 +1,7 @@
 //! The `agent` example's session file (chapter 10's `JsonlSessionStore`):
-//! opened and made fit to continue before the run, `--compact` (chapter
-//! 11's compaction entry), the context the run starts from (chapter 11's
-//! `build_context`), and the run's messages appended once it ends. Nothing
-//! is written while a run goes on.
+//! opened and made fit to continue before chapter 13's runtime takes it
+//! over, and `--compact` (chapter 11's compaction entry). Everything here
+//! happens before the first prompt; from then on only the runtime appends.
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -29,15 +28,15 @@ use serde_json::{Value, json};
 
 use crate::cli;
 
-/// A session file, ready to continue: its store and the active path, whose
-/// last entry is the leaf the next entry continues.
+/// A session file, ready for the runtime: its store and the active path,
+/// whose last entry is the leaf the runtime continues.
 pub struct Opened {
     pub store: JsonlSessionStore,
     pub path: Vec<SessionEntry>,
 }
 
 impl Opened {
-    fn leaf(&self) -> Option<String> {
+    pub fn leaf(&self) -> Option<String> {
         self.path.last().map(|entry| entry.id.clone())
     }
 
@@ -53,25 +52,15 @@ impl Opened {
         self.path.push(entry);
         Ok(())
     }
-
-    /// Appends `messages` in order, each the child of the one before: a
-    /// run's new messages, once it ended. The first error stops it (the
-    /// store then refuses every later append).
-    pub fn save(&mut self, messages: &[AgentMessage]) -> Result<(), SessionError> {
-        for message in messages {
-            let message = message.clone();
-            self.append(EntryKind::Message { message })?;
-        }
-        Ok(())
-    }
 }
 
 /// Opens `file` (created if missing) and chooses the path to continue: to
-/// the newest entry. A last line without `\n` (its writer stopped in the
-/// middle of it) is cut off first, and calls on the path that have no
-/// result get an error result, both said on stderr. The error is the exit
-/// code and the text: 2 for a file that is not a session, 1 for failed I/O.
-pub fn open(file: &Path) -> Result<Opened, (u8, String)> {
+/// `leaf`, or to the newest entry. A last line without `\n` (its writer
+/// stopped in the middle of it) is cut off first, and calls on the path
+/// that have no result get an error result, both said on stderr. The error
+/// is the exit code and the text: 2 for a file that is not a session or a
+/// leaf it does not hold, 1 for failed I/O.
+pub fn open(file: &Path, leaf: Option<&str>) -> Result<Opened, (u8, String)> {
     let refused = |error: SessionError| {
         let code = match error {
             SessionError::Invalid(_) => 2,
@@ -97,15 +86,16 @@ pub fn open(file: &Path) -> Result<Opened, (u8, String)> {
             JsonlSessionStore::open(file).map_err(refused)?
         }
     };
-    let path = match read.entries.last() {
-        Some(newest) => path_to(&read.entries, &newest.id).map_err(refused)?,
+    let newest = read.entries.last().map(|entry| entry.id.as_str());
+    let path = match leaf.or(newest) {
+        Some(leaf) => path_to(&read.entries, leaf).map_err(refused)?,
         None => Vec::new(),
     };
     let mut opened = Opened { store, path };
     let messages: Vec<AgentMessage> = opened.path.iter().filter_map(message_of).collect();
     for result in unanswered(&messages) {
         cli::say(&format!(
-            "会话里的工具调用 {}（{}）没有结果：上次运行在存下它的结果之前停止了。补上一条错误结果再继续。",
+            "会话里的工具调用 {}（{}）没有结果：上次运行在它返回之前停止了。补上一条错误结果再继续。",
             result.tool_call_id, result.tool_name
         ));
         let message = AgentMessage::ToolResult(result);
@@ -138,11 +128,10 @@ pub fn now() -> u64 {
 }
 
 /// Error results for the calls of the last assistant message that no result
-/// after it answers: a process stopped while a run's messages were being
-/// saved (between a call's line and its result's), or the file was cut by
-/// hand. The calls may or may not have run. Without these results the next
-/// request would carry unanswered calls, which an OpenAI-compatible API
-/// refuses.
+/// after it answers: a process stopped while they ran, or while their
+/// results were being saved, so they may or may not have run. Without them
+/// the next request would carry unanswered calls, which an
+/// OpenAI-compatible API refuses.
 fn unanswered(messages: &[AgentMessage]) -> Vec<ToolResultMessage> {
     let last = messages
         .iter()
@@ -171,7 +160,7 @@ fn unanswered(messages: &[AgentMessage]) -> Vec<ToolResultMessage> {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             content: vec![text(
-                "这个调用没有结果：发起它的运行在存下它的结果之前停止了，它可能执行过，也可能没有。",
+                "这个调用没有结果：发起它的运行在它返回之前停止了，它可能执行过，也可能没有。",
             )],
             details: Some(json!({ "interrupted": true })),
             is_error: true,
@@ -191,56 +180,6 @@ fn cut_tail(file: &Path) -> io::Result<usize> {
     let file = OpenOptions::new().write(true).open(file)?;
     file.set_len(committed as u64)?;
     Ok(bytes.len() - committed)
-}
-
-/// What a run on a session starts from.
-pub struct Start {
-    /// The agent's initial messages: the system message, the latest
-    /// compaction's summary, then the interactions kept.
-    pub messages: Vec<AgentMessage>,
-    /// What the interactions kept cost by the estimate.
-    pub history_tokens: u64,
-}
-
-/// The context a run starts from: chapter 11's `build_context` over the
-/// path with `prompt` as its newest interaction, within `budget` tokens
-/// for messages (the tool definitions already taken off). The system
-/// messages fold into one; the latest compaction's summary comes next and
-/// the messages start at its first kept entry; whole interactions are kept,
-/// newest first, while they fit. The prompt itself is left out: the agent
-/// adds it. An error is a path the chapter's rules refuse.
-pub fn start(
-    opened: &Opened,
-    prompt: &str,
-    budget: u64,
-    estimate: Estimate,
-) -> Result<Start, SessionError> {
-    let mut path = opened.path.clone();
-    path.push(SessionEntry {
-        id: new_id(),
-        parent_id: opened.leaf(),
-        timestamp: now(),
-        kind: EntryKind::Message {
-            message: AgentMessage::User(user_message(prompt)),
-        },
-    });
-    let options = BuildContextOptions {
-        max_tokens: budget,
-        reserved_output: 0,
-        safety_margin: 0,
-        estimate_tokens: &estimate,
-    };
-    let mut built = build_context(&path, &options)?;
-    built.messages.pop(); // the prompt's
-    built.kept_entry_ids.pop();
-    let kept = path
-        .iter()
-        .filter(|entry| built.kept_entry_ids.contains(&entry.id));
-    let history_tokens = kept.filter_map(message_of).map(|m| estimate(&m)).sum();
-    Ok(Start {
-        messages: built.messages,
-        history_tokens,
-    })
 }
 
 /// What `--compact` asks the model, after the conversation it sums up.
